@@ -1,0 +1,3 @@
+from gridlab.cli import main
+
+main()

@@ -1,0 +1,138 @@
+"""The analyses of SPEC.md §3: their ids, parameters (with the papers' defaults), scope and the cells
+they apply to. Grid validation checks `analyses:` against this registry; the implementations that compute
+the rows are added per analysis id as the analysis stage is built.
+
+    >>> ANALYSES["permutation"].params(n=50).n
+    50
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gridlab.data.catalog import DATASETS
+
+Ranking = Literal["attention", "random", "gradient", "grad_x_attention"]
+RecoveryRanking = Literal["attention", "gradient", "grad_x_attention", "leave_one_out"]
+Scope = Literal["instance", "model", "grid"]
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _unique(values: list) -> list:
+    if len(set(values)) != len(values):
+        raise ValueError(f"values must not repeat (got {values})")
+    return values
+
+
+class NoParams(Params):
+    pass
+
+
+class PermutationParams(Params):
+    n: int = Field(100, ge=1, description="random permutations of alpha per instance (J&W: 100)")
+
+
+class AdversarialParams(Params):
+    k: int = Field(5, ge=1, description="adversarial distributions per instance")
+    steps: int = Field(500, ge=1)
+    lr: float = Field(0.01, gt=0)
+    eps: float | None = Field(None, gt=0, description="TVD budget; default 0.01 (classification), 0.05 (QA)")
+    lam: float = Field(500.0, ge=0, description="weight of the TVD penalty (J&W: 500)")
+    init_scale: float = Field(3.0, ge=0, description="logits start at log(uniform) + init_scale * N(0, 1)")
+
+
+class ErasureMultiParams(Params):
+    rankings: list[Ranking] = Field(
+        default_factory=lambda: ["attention", "random", "gradient", "grad_x_attention"], min_length=1
+    )
+    exact_max_len: int = Field(14, ge=0, description="exact minimal flipping set up to this length; 0 disables")
+
+    _rankings_unique = field_validator("rankings")(_unique)
+
+
+class AttentionAblationParams(Params):
+    modes: list[Literal["uniform", "random", "permute"]] = Field(
+        default_factory=lambda: ["uniform", "random", "permute"], min_length=1
+    )
+
+    _modes_unique = field_validator("modes")(_unique)
+
+
+class AdversarialModelParams(Params):
+    variants: list[Literal["frozen", "unfrozen"]] = Field(default_factory=lambda: ["frozen", "unfrozen"], min_length=1)
+    lam: float = Field(1.0, ge=0, description="weight of the attention KL term (W&P)")
+    epochs: int = Field(8, ge=1)
+
+    _variants_unique = field_validator("variants")(_unique)
+
+
+class SeedVarianceParams(Params):
+    mlp_hidden: int = Field(64, ge=1, description="hidden size of W&P's diagnostic MLP")
+    mlp_epochs: int = Field(8, ge=1)
+
+
+class RationaleRecoveryParams(Params):
+    rankings: list[RecoveryRanking] = Field(
+        default_factory=lambda: ["attention", "gradient", "grad_x_attention", "leave_one_out"], min_length=1
+    )
+    ks: list[int] = Field(default_factory=lambda: [1, 3, 5], min_length=1)
+
+    _unique_lists = field_validator("rankings", "ks")(_unique)
+
+
+Applies = Callable[[dict], bool]
+
+
+def _classification(cell: dict) -> bool:
+    return DATASETS[cell["dataset"]].task != "translation"
+
+
+def _always(cell: dict) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class AnalysisInfo:
+    id: str
+    summary: str
+    params: type[Params]
+    scope: Scope
+    applies: Applies = _always
+    needs: str = ""  # the condition `applies` checks, in words, for `gridlab plan`
+
+
+ANALYSES: dict[str, AnalysisInfo] = {
+    info.id: info
+    for info in [
+        AnalysisInfo("importance_correlation", "Kendall tau of attention with gradient and leave-one-out (J&W §4.1)",
+                     NoParams, "instance", _classification, "a classifier"),
+        AnalysisInfo("permutation", "output change under permuted attention (J&W §4.2.1)",
+                     PermutationParams, "instance", _classification, "a classifier"),
+        AnalysisInfo("adversarial", "maximally different attention with the same output (J&W §4.2.2)",
+                     AdversarialParams, "instance", _classification, "a classifier"),
+        AnalysisInfo("erasure_single", "erasing the top vs a random attention weight (S&S §4)",
+                     NoParams, "instance", _classification, "a classifier"),
+        AnalysisInfo("erasure_multi", "weights erased until the decision flips, per ranking (S&S §5)",
+                     ErasureMultiParams, "instance", _classification, "a classifier"),
+        AnalysisInfo("attention_ablation", "accuracy with uniform, random, permuted attention (Vashishth §4.1)",
+                     AttentionAblationParams, "model"),
+        AnalysisInfo("sparsity_importance", "entropy and tau of normalised importance (Meister §3-4)",
+                     NoParams, "instance", _classification, "a classifier"),
+        AnalysisInfo("adversarial_model", "an adversary model with diverging attention (W&P)",
+                     AdversarialModelParams, "model", _classification, "a classifier"),
+        AnalysisInfo("layer_permutation", "accuracy with self-attention layers 1..k permuted (Vashishth §4.3)",
+                     NoParams, "model", lambda cell: cell["encoder"] == "transformer", "encoder transformer"),
+        AnalysisInfo("seed_variance", "attention JSD between seeds; diagnostic MLP (W&P)",
+                     SeedVarianceParams, "grid", _classification, "a classifier"),
+        AnalysisInfo("rationale_recovery", "precision@k and AUC of rankings against true rationales",
+                     RationaleRecoveryParams, "instance",
+                     lambda cell: DATASETS[cell["dataset"]].has_rationales, "a dataset with rationales"),
+    ]
+}

@@ -1,0 +1,41 @@
+"""The `gridlab` command line: one sub-app per noun, thin commands over the library.
+
+    gridlab validate grids/quick.yaml
+    gridlab plan grids/quick.yaml
+    gridlab data list
+"""
+
+from __future__ import annotations
+
+import typer
+
+from gridlab import __version__
+from gridlab.cli import data_commands, grid_commands
+
+app = typer.Typer(
+    name="gridlab",
+    help="Declarative experiment grids for attention-interpretability studies, on Ray.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command()(grid_commands.validate)
+app.command()(grid_commands.plan)
+app.add_typer(data_commands.app, name="data")
+
+
+def _version(show: bool) -> None:
+    if show:
+        typer.echo(f"gridlab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """Declarative experiment grids for attention-interpretability studies, on Ray."""
+
+
+def main() -> None:
+    app()

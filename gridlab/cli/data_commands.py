@@ -1,0 +1,90 @@
+"""`gridlab data list | check | fetch`: what datasets are under the data directory, are they intact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from gridlab.cli.output import console, echo, user_errors
+from gridlab.data.catalog import DATASETS
+from gridlab.data.fetch import fetch_dataset, mirror_from_env
+from gridlab.data.files import verify_files
+from gridlab.data.inventory import default_cache_dir, inventory
+from gridlab.errors import ChecksumError, DataError
+from gridlab.grid.expand import resolve_data_dir
+from gridlab.grid.suggest import unknown
+
+app = typer.Typer(help="Datasets: what is there, whether it is intact, and fetching it.", no_args_is_help=True)
+
+DataDirOption = Annotated[
+    Optional[Path], typer.Option("--data-dir", help="Default: $GRIDLAB_DATA, else ./data.", show_default=False)
+]
+
+
+def _known(dataset_id: str) -> str:
+    if dataset_id not in DATASETS:
+        raise DataError(unknown("dataset", dataset_id, list(DATASETS)))
+    return dataset_id
+
+
+@app.command("list")
+@user_errors
+def list_datasets(data_dir: DataDirOption = None) -> None:
+    """Every dataset id, whether its files are present (or partial), and rows per split."""
+    root = resolve_data_dir(data_dir)
+    table = Table(title=f"datasets under {root}", title_justify="left")
+    for column in ("id", "task", "status", "train", "dev", "test", "description"):
+        table.add_column(column, no_wrap=column != "description")
+    for status in inventory(root, default_cache_dir()):
+        spec = status.spec
+        state = status.state if status.state != "partial" else f"partial: no {'/'.join(status.missing)}"
+        rows = [str(status.rows[s]) if s in status.rows else ("carved" if s == "dev" and status.present
+                                                              and s not in spec.official_splits else "-")
+                for s in ("train", "dev", "test")]
+        table.add_row(spec.id, spec.task, state, *rows, spec.description)
+    console.print(table)
+
+
+@app.command("check")
+@user_errors
+def check(
+    dataset_id: Annotated[Optional[str], typer.Argument(help="One dataset id; default: every one present.")] = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Verify files against the sha256 of the known releases."""
+    root = resolve_data_dir(data_dir)
+    ids = [_known(dataset_id)] if dataset_id else [i for i, s in DATASETS.items() if s.files]
+    failures, checked = [], 0
+    for i in ids:
+        checks = verify_files(DATASETS[i], root)
+        if dataset_id is None and all(c.verdict == "missing" for c in checks):
+            continue
+        for c in checks:
+            checked += 1
+            where = c.found or root / DATASETS[i].folder / c.path
+            echo(f"{i}: {where}: {c.verdict}" + (f" ({c.detail})" if c.detail else ""))
+            if c.verdict in ("mismatch", "missing"):
+                failures.append(f"{i}: {c.path}: {c.verdict}")
+    if failures:
+        missing_only = all(f.endswith("missing") for f in failures)
+        hint = f"; run `gridlab data fetch {dataset_id}`" if dataset_id and missing_only else ""
+        raise ChecksumError(f"{len(failures)} of {checked} files failed the check{hint}")
+    echo(f"{checked} files checked, all match a known release or are unverified copies")
+
+
+@app.command("fetch")
+@user_errors
+def fetch(
+    dataset_id: Annotated[str, typer.Argument(help="The dataset id (see `gridlab data list`).")],
+    data_dir: DataDirOption = None,
+    mirror: Annotated[Optional[str], typer.Option(help="Base URL laid out as <mirror>/<folder>/<file>; "
+                                                     "default $GRIDLAB_DATA_MIRROR.")] = None,
+) -> None:
+    """Download a dataset's release files and verify their sha256."""
+    spec = DATASETS[_known(dataset_id)]
+    fetched = fetch_dataset(spec, resolve_data_dir(data_dir), mirror or mirror_from_env(), progress=echo)
+    downloaded = sum(f.downloaded for f in fetched)
+    echo(f"{dataset_id}: {downloaded} downloaded, {len(fetched) - downloaded} already present; checksums ok")

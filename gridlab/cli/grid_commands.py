@@ -1,0 +1,105 @@
+"""`gridlab validate` and `gridlab plan`: read a grid file and show what it would run, creating nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gridlab.analyses.registry import ANALYSES
+from gridlab.cli.output import console, echo, user_errors, warn
+from gridlab.grid.expand import Cell, ExpandedGrid, expand
+from gridlab.grid.load import load_grid_file
+
+GridArg = Annotated[Path, typer.Argument(help="The grid file (YAML).", show_default=False)]
+COLUMNS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
+
+
+def load(grid: Path) -> ExpandedGrid:
+    expanded = expand(load_grid_file(grid), file=str(grid))
+    for message in expanded.warnings:
+        warn(f"{grid}: {message}")
+    return expanded
+
+
+def applicable(expanded: ExpandedGrid, cell: Cell) -> list[str]:
+    config = cell.config.model_dump()
+    return [a for a in expanded.analyses if ANALYSES[a].applies(config)]
+
+
+@user_errors
+def validate(grid: GridArg) -> None:
+    """Check a grid file: schema, values, datasets present. Prints the number of cells and analyses."""
+    expanded = load(grid)
+    collapsed = f" ({expanded.collapsed} duplicate combinations collapsed)" if expanded.collapsed else ""
+    echo(f"{grid}: valid: {len(expanded.cells)} cells{collapsed}, {len(expanded.analyses)} analyses"
+         + (f" ({', '.join(expanded.analyses)})" if expanded.analyses else ""))
+
+
+@user_errors
+def plan(
+    grid: GridArg,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per cell instead of a table.")] = False,
+) -> None:
+    """Show every cell (id, dataset, encoder, ...) and what would run for it, with counts."""
+    expanded = load(grid)
+    if as_json:
+        for cell in expanded.cells:
+            echo(json.dumps({"id": cell.id, "config": cell.config.model_dump(mode="json"),
+                             "analyses": applicable(expanded, cell)}, sort_keys=True))
+        return
+    console.print(_cells_table(expanded))
+    _print_counts(expanded)
+
+
+def _extra_axes(expanded: ExpandedGrid) -> list[str]:
+    return [p for p in expanded.axis_paths if p not in COLUMNS and p != "projection_lambda"]
+
+
+def _cells_table(expanded: ExpandedGrid) -> Table:
+    extra = _extra_axes(expanded)
+    table = Table(title=f"{expanded.spec.name}: {len(expanded.cells)} cells", title_justify="left")
+    for column in ("cell", *COLUMNS, *extra, "runs"):
+        table.add_column(column, no_wrap=column != "runs")
+    for cell in expanded.cells:
+        c = cell.config
+        config = c.model_dump()
+        projection = c.projection if c.projection_lambda is None else f"{c.projection} λ={c.projection_lambda:g}"
+        values = [c.dataset, c.encoder, c.attention, projection, c.architecture, c.attention_mode, str(c.seed)]
+        values += [_get(config, p) for p in extra]
+        runs = ", ".join(["train", *applicable(expanded, cell)])
+        table.add_row(cell.id, *values, runs)
+    return table
+
+
+def _get(config: dict, path: str) -> str:
+    node = config
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return str(node)
+
+
+def _print_counts(expanded: ExpandedGrid) -> None:
+    spec = expanded.spec
+    cells = expanded.cells
+    by_dataset = Counter(c.config.dataset for c in cells)
+    echo(f"cells: {len(cells)} to train ({', '.join(f'{d} {n}' for d, n in by_dataset.items())})")
+    if expanded.collapsed:
+        echo(f"  {expanded.collapsed} combinations resolved to a cell already listed and were collapsed")
+    shards = math.ceil(spec.instances / spec.shard_size) if spec.instances else None
+    for analysis_id in expanded.analyses:
+        info = ANALYSES[analysis_id]
+        n = sum(analysis_id in applicable(expanded, c) for c in cells)
+        line = f"{analysis_id}: {n} of {len(cells)} cells ({info.scope} level)"
+        if info.scope == "instance":
+            per_model = f"{spec.instances} test instances" if spec.instances else "all test instances"
+            line += f", {per_model} per model" + (f" in up to {shards} shards of {spec.shard_size}" if shards else "")
+        if n < len(cells) and info.needs:
+            line += f"; needs {info.needs}"
+        echo(line)
+    echo(f"results: {expanded.results_dir}/   data: {expanded.data_dir}/")

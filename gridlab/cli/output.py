@@ -1,0 +1,42 @@
+"""Terminal output for the CLI: the only place that prints. User errors become plain lines on stderr."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+import typer
+from rich.console import Console
+
+from gridlab.errors import GridlabError
+
+F = TypeVar("F", bound=Callable)
+
+# Wide when piped so tables are not squeezed into 80 columns in logs and tests.
+console = Console(width=None if sys.stdout.isatty() else 200, highlight=False)
+
+
+def echo(text: str = "") -> None:
+    """Plain text: never interpreted as rich markup (paths like `grid.encoder[1]` contain brackets)."""
+    typer.echo(text)
+
+
+def warn(text: str) -> None:
+    typer.echo(f"warning: {text}", err=True)
+
+
+def user_errors(command: F) -> F:
+    """Domain errors end the command with their lines on stderr and their exit code, no traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except GridlabError as error:
+            for line in error.lines():
+                typer.echo(line, err=True)
+            raise typer.Exit(error.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,45 @@
+"""`DataConfig`: the `data:` section of a grid, i.e. how a cell's dataset is read and preprocessed.
+
+Every field is part of a cell's resolved config (and so of its id). `resolve` fills the dataset's own
+defaults (J&W's minimum counts and length filters) and blanks fields that do not apply to the dataset, so
+that, say, `babi_size` never changes the id of an `sst` cell.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gridlab.data.spec import DatasetSpec
+from gridlab.data.synthetic import SyntheticConfig
+
+
+class DataConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    derive_splits: bool = Field(
+        False, description="carve splits missing from a partial copy out of what exists (recorded in results)"
+    )
+    min_count: int | None = Field(None, ge=1, description="vocabulary minimum count in train (dataset default)")
+    min_length: int | None = Field(None, ge=1, description="drop instances with fewer tokens (dataset default)")
+    max_length: int | None = Field(None, ge=1, description="drop instances with more tokens (dataset default)")
+    dev_fraction: float | None = Field(0.1, gt=0, lt=1, description="share of train carved as dev when none is official")
+    split_seed: int = Field(0, ge=0, description="seed of every carved or derived split")
+    babi_size: Literal["10k", "1k"] | None = Field(None, description="bAbI training-set size (default 10k)")
+    synthetic: SyntheticConfig | None = Field(None, description="parameters of the synthetic task")
+
+    def resolve(self, spec: DatasetSpec) -> DataConfig:
+        """Dataset defaults filled in, inapplicable fields set to None."""
+        defaults = spec.preprocessing
+        is_babi = spec.folder == "babi"
+        return self.model_copy(
+            update={
+                "min_count": self.min_count or defaults.min_count,
+                "min_length": self.min_length or defaults.min_length,
+                "max_length": self.max_length or defaults.max_length,
+                "dev_fraction": self.dev_fraction if "dev" not in spec.official_splits else None,
+                "babi_size": (self.babi_size or "10k") if is_babi else None,
+                "synthetic": (self.synthetic or SyntheticConfig()) if spec.id == "synthetic" else None,
+            }
+        )

@@ -1,0 +1,96 @@
+"""What gridlab knows about each dataset: its files, their checksums, its splits and its defaults.
+
+A `DatasetSpec` is pure description; the reading itself is delegated to a `SourceReader` (one per source
+format, in `gridlab.data.readers`), so two dataset ids over the same files (`sst` / `sst5`, `imdb` /
+`imdb10`) share one reader and differ only in how labels are chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from gridlab.data.examples import RawExample
+
+if TYPE_CHECKING:
+    from gridlab.data.config import DataConfig
+
+Task = Literal["single", "pair", "translation"]
+SPLITS = ("train", "dev", "test")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file of a known public release: its path inside the dataset folder and its checksum.
+
+    `names` lists the other names the same release file goes by (e.g. an uncompressed copy a user
+    downloaded), tried in order when `path` is absent; their checksums are unknown, so they are
+    reported as unverified rather than as corrupt.
+    """
+
+    path: str
+    sha256: str
+    size: int
+    names: tuple[str, ...] = ()
+
+    def locate(self, folder: Path) -> Path | None:
+        for name in (self.path, *self.names):
+            candidate = folder / name
+            if candidate.is_file():
+                return candidate
+        return None
+
+
+class SourceReader(Protocol):
+    """Reads one source format. `split` is one of SPLITS."""
+
+    def splits_present(self, folder: Path) -> dict[str, bool]:
+        """Which official splits have their files under `folder` (cheap: no parsing)."""
+        ...
+
+    def read(self, folder: Path, split: str) -> list[RawExample]:
+        """Every instance of an official split, in file order."""
+        ...
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """Per-dataset defaults for the tokenised form (Jain & Wallace's settings where they give them)."""
+
+    min_count: int = 1
+    min_length: int = 1
+    max_length: int | None = None
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A dataset id as grids name it.
+
+    official_splits: the splits the public release defines; a split outside it (typically `dev`) is
+        carved from `train` with a fixed seed, as the papers did, and that is not "derived".
+    expected_rows: raw rows per official split as counted in the release (SOURCE.md), before filters.
+    configure: builds the reader from a resolved `DataConfig` where parameters change what is read.
+    keep: a filter on raw labels (J&W's binary subsets of AG News and 20News); None keeps all.
+    label_names: the readers' label strings in class-index order; None means "the sorted labels of
+        train" (bAbI answers).
+    """
+
+    id: str
+    folder: str
+    task: Task
+    description: str
+    reader: SourceReader
+    files: tuple[SourceFile, ...]
+    official_splits: tuple[str, ...]
+    expected_rows: Mapping[str, int]
+    label_names: tuple[str, ...] | None
+    preprocessing: Preprocessing = field(default_factory=Preprocessing)
+    keep: Callable[[RawExample], bool] | None = None
+    has_rationales: bool = False
+    configure: Callable[[DataConfig], SourceReader] | None = None
+
+    def reader_for(self, config: DataConfig) -> SourceReader:
+        """The reader for a resolved data config (bAbI's size and the synthetic task depend on it)."""
+        return self.configure(config) if self.configure else self.reader

@@ -1,0 +1,271 @@
+"""A validated `GridFile` -> the cells it names, each with a stable id, or every problem at once.
+
+    >>> grid = expand(load_grid_file(path), file=str(path))
+    >>> grid.cells[0].id, grid.cells[0].config.encoder
+    ('3f9c2a17b0de', 'lstm')
+
+A cell id is the first 12 hex digits of the sha256 of the cell's fully resolved config as canonical JSON
+(sorted keys, defaults filled in), so it is the same on any machine and Python, whatever the key order
+in the file, and two spellings of the same model (say `lr: 0.001` and `lr: 1.0e-3`) share it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from gridlab.analyses.registry import ANALYSES, Params
+from gridlab.data.catalog import DATASETS
+from gridlab.data.presence import check_presence
+from gridlab.errors import DataError, GridFileError
+from gridlab.grid.paths import field_at, get_path, set_path, validate_value
+from gridlab.grid.problems import Problem, from_validation_error, location
+from gridlab.grid.schema import CellConfig, GridFile
+from gridlab.grid.suggest import unknown
+
+ID_LENGTH = 12
+CELL_SCHEMA_VERSION = 1
+ARCHITECTURES_FOR_TASK = {"single": ("flat", "han"), "pair": ("pair",), "translation": ("seq2seq",)}
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str
+    config: CellConfig
+    axes: dict[str, Any]  # the grid-axis values that picked this cell, by axis path
+
+
+@dataclass(frozen=True)
+class ExpandedGrid:
+    file: str
+    spec: GridFile
+    cells: list[Cell]
+    analyses: dict[str, Params]
+    axis_paths: list[str]
+    collapsed: int = 0  # combinations that resolved to a cell already in the list
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def data_dir(self) -> Path:
+        return resolve_data_dir(self.spec.data_dir)
+
+    @property
+    def results_dir(self) -> Path:
+        return self.spec.results_dir / self.spec.name
+
+
+def resolve_data_dir(configured: Path | None) -> Path:
+    """The grid's `data_dir`, else $GRIDLAB_DATA, else ./data."""
+    if configured is not None:
+        return configured
+    return Path(os.environ.get("GRIDLAB_DATA") or "data")
+
+
+def cell_id(config: CellConfig) -> str:
+    payload = {"schema": CELL_SCHEMA_VERSION, "cell": config.model_dump(mode="json")}
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:ID_LENGTH]
+
+
+def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
+    """Every cell of the grid, or a GridFileError listing every problem found."""
+    problems: list[Problem] = []
+    axes = _validate_axes(spec.grid, problems)
+    excludes = [_validate_conditions(entry, ("exclude", i), problems) for i, entry in enumerate(spec.exclude)]
+    overrides = [
+        (_validate_conditions(o.when, ("overrides", i, "when"), problems),
+         _validate_settings(o.set, ("overrides", i, "set"), problems))
+        for i, o in enumerate(spec.overrides)
+    ]
+    analyses = _validate_analyses(spec.analyses, problems)
+    if problems:
+        raise GridFileError(file, problems)
+
+    warnings: list[str] = []
+    base = {"model": spec.model.model_dump(), "train": spec.train.model_dump(), "data": spec.data.model_dump()}
+    combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+    kept = [c for c in combos if not any(_matches(c, entry) for entry in excludes)]
+    for i, entry in enumerate(excludes):
+        if not any(_matches(c, entry) for c in combos):
+            warnings.append(f"exclude[{i}] matches no cell")
+    cells, seen, used_overrides = [], set(), set()
+    for combo in kept:
+        config = _resolve_cell(base, combo, overrides, used_overrides, problems)
+        if config is None:
+            continue
+        cell = Cell(cell_id(config), config, combo)
+        if cell.id not in seen:
+            seen.add(cell.id)
+            cells.append(cell)
+    warnings += [f"overrides[{i}] matches no cell" for i in range(len(overrides)) if i not in used_overrides]
+    if problems:
+        raise GridFileError(file, _dedupe(problems))
+    if not cells:
+        raise GridFileError(file, [("exclude" if spec.exclude else "grid", "no cells left (expected at least one)")])
+    _check_compatibility(cells, problems)
+    if check_data:
+        _check_datasets(cells, resolve_data_dir(spec.data_dir), axes.get("dataset", []), problems)
+    if problems:
+        raise GridFileError(file, _dedupe(problems))
+    return ExpandedGrid(file, spec, cells, analyses, list(axes), len(kept) - len(cells), warnings)
+
+
+def _validate_axes(grid: dict[str, Any], problems: list[Problem]) -> dict[str, list[Any]]:
+    axes: dict[str, list[Any]] = {}
+    for path, raw in grid.items():
+        where = location(("grid", path))
+        try:
+            field_at(path)
+        except ValueError as error:
+            problems.append(("grid", str(error)))
+            continue
+        values = raw if isinstance(raw, list) else [raw]
+        if not values:
+            problems.append((where, "empty axis (expected a list of at least one value)"))
+            continue
+        checked = []
+        for i, value in enumerate(values):
+            try:
+                checked.append(validate_value(path, value))
+            except ValidationError as error:
+                problems += from_validation_error(error, None, ("grid", path, i) if isinstance(raw, list) else ("grid", path))
+        if len(checked) != len(values):
+            continue
+        duplicates = sorted({_canonical(v) for v in checked if sum(_canonical(w) == _canonical(v) for w in checked) > 1})
+        if duplicates:
+            problems.append((where, f"duplicate values {', '.join(duplicates)} (expected each value once)"))
+            continue
+        axes[path] = checked
+    if "dataset" not in grid:
+        problems.append(("grid.dataset", "missing (required: the datasets to train on)"))
+    return axes
+
+
+def _validate_conditions(entry: dict[str, Any], prefix: tuple, problems: list[Problem]) -> dict[str, list[Any]]:
+    """An exclude entry or an override's `when`: path -> accepted values (a list means any of them)."""
+    conditions: dict[str, list[Any]] = {}
+    if not isinstance(entry, dict) or not entry:
+        problems.append((location(prefix), "expected a non-empty mapping of keys to values"))
+        return conditions
+    for path, raw in entry.items():
+        try:
+            field_at(path)
+        except ValueError as error:
+            problems.append((location(prefix), str(error)))
+            continue
+        values = raw if isinstance(raw, list) else [raw]
+        try:
+            conditions[path] = [validate_value(path, v) for v in values]
+        except ValidationError as error:
+            problems += from_validation_error(error, None, (*prefix, path))
+    return conditions
+
+
+def _validate_settings(settings: dict[str, Any], prefix: tuple, problems: list[Problem]) -> dict[str, Any]:
+    checked: dict[str, Any] = {}
+    if not settings:
+        problems.append((location(prefix), "expected a non-empty mapping of keys to values"))
+    for path, value in settings.items():
+        try:
+            field_at(path)
+            checked[path] = validate_value(path, value)
+        except ValueError as error:  # pydantic's ValidationError is a ValueError too
+            if isinstance(error, ValidationError):
+                problems += from_validation_error(error, None, (*prefix, path))
+            else:
+                problems.append((location(prefix), str(error)))
+    return checked
+
+
+def _validate_analyses(requested: dict[str, dict | None], problems: list[Problem]) -> dict[str, Params]:
+    analyses: dict[str, Params] = {}
+    for analysis_id, params in requested.items():
+        if analysis_id not in ANALYSES:
+            problems.append(("analyses", unknown("analysis", analysis_id, list(ANALYSES))))
+            continue
+        model = ANALYSES[analysis_id].params
+        try:
+            analyses[analysis_id] = model.model_validate(params or {})
+        except ValidationError as error:
+            problems += from_validation_error(error, model, ("analyses", analysis_id))
+    return analyses
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _matches(config: dict[str, Any], conditions: dict[str, list[Any]]) -> bool:
+    return all(get_path(config, path) in values for path, values in conditions.items())
+
+
+def _resolve_cell(base, combo, overrides, used_overrides: set[int], problems: list[Problem]) -> CellConfig | None:
+    raw = copy.deepcopy(base)
+    for path, value in combo.items():
+        set_path(raw, path, value)
+    for i, (when, settings) in enumerate(overrides):
+        if _matches(raw, when):
+            used_overrides.add(i)
+            for path, value in settings.items():
+                set_path(raw, path, value)
+    try:
+        config = CellConfig.model_validate(raw)
+    except ValidationError as error:
+        problems += [(f"cell {_describe(combo)}: {where}", what)
+                     for where, what in from_validation_error(error, CellConfig)]
+        return None
+    return _normalise(config)
+
+
+def _normalise(config: CellConfig) -> CellConfig:
+    """Fill dataset-specific defaults and blank what does not apply, so equal models get equal ids."""
+    spec = DATASETS[config.dataset]
+    lam = (config.projection_lambda or 0.0) if config.projection == "sparsegen" else None
+    return config.model_copy(update={"projection_lambda": lam, "data": config.data.resolve(spec)})
+
+
+def _describe(combo: dict[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in combo.items()) + "}"
+
+
+def _check_compatibility(cells: list[Cell], problems: list[Problem]) -> None:
+    reported = set()
+    for cell in cells:
+        c = cell.config
+        task = DATASETS[c.dataset].task
+        allowed = ARCHITECTURES_FOR_TASK[task]
+        if c.architecture not in allowed and (c.dataset, c.architecture) not in reported:
+            reported.add((c.dataset, c.architecture))
+            problems.append((
+                "grid.architecture",
+                f"'{c.architecture}' cannot run {task}-task dataset '{c.dataset}' (expected {' or '.join(allowed)}); "
+                f"drop it with `exclude: [{{dataset: {c.dataset}, architecture: {c.architecture}}}]`",
+            ))
+
+
+def _check_datasets(cells: list[Cell], data_dir: Path, listed: list[str], problems: list[Problem]) -> None:
+    """Every dataset must be present (or partial with derive_splits) before anything is created."""
+    checked = set()
+    for cell in cells:
+        data = cell.config.data
+        key = (cell.config.dataset, data.derive_splits, data.babi_size)
+        if key in checked:
+            continue
+        checked.add(key)
+        try:
+            check_presence(DATASETS[cell.config.dataset], data_dir, data)
+        except DataError as error:
+            where = f"grid.dataset[{listed.index(cell.config.dataset)}]" if cell.config.dataset in listed else "grid.dataset"
+            problems.append((where, str(error)))
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    return list(dict.fromkeys(problems))

@@ -1,0 +1,143 @@
+"""The grid file format, as typed models that reject unknown keys.
+
+    name: jain-wallace-sst
+    grid: {dataset: [sst], encoder: [lstm, cnn], seed: [0, 1, 2]}
+    train: {epochs: 8}
+    analyses: {permutation: {n: 100}}
+
+`GridFile` is the file as written; `CellConfig` is one fully resolved cell (one model), whose canonical
+JSON is hashed into the cell id. Only what changes the trained model belongs in `CellConfig`: where
+results go, how many resources a trial gets or which analyses run never changes a cell's id.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gridlab.data.catalog import DATASETS
+from gridlab.data.config import DataConfig
+
+DatasetId = Literal[tuple(DATASETS)]  # type: ignore[valid-type]
+Encoder = Literal["lstm", "gru", "cnn", "average", "noenc", "transformer"]
+Attention = Literal["additive", "dot"]
+Projection = Literal["softmax", "sparsemax", "entmax15", "sparsegen"]
+Architecture = Literal["flat", "han", "pair", "seq2seq"]
+AttentionMode = Literal["learned", "uniform", "random"]
+Device = Literal["auto", "cpu", "cuda"]
+
+NAME_PATTERN = re.compile(r"^[a-z0-9_-]+$")
+RAY_ADDRESS_PATTERN = re.compile(r"^(auto|local|ray://[A-Za-z0-9_.-]+(:\d+)?|[A-Za-z0-9_.-]+:\d+)$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TrainConfig(Strict):
+    """Optimisation of one cell (J&W defaults: Adam 1e-3 with AMSGrad, weight decay 1e-5, batch 32, 8 epochs)."""
+
+    epochs: int = Field(8, ge=1)
+    batch_size: int = Field(32, ge=1)
+    lr: float = Field(1e-3, gt=0)
+    weight_decay: float = Field(1e-5, ge=0, description="not applied to attention parameters (J&W)")
+    amsgrad: bool = True
+    clip_norm: float | None = Field(5.0, gt=0, description="gradient-norm clipping; null disables it")
+    patience: int = Field(5, ge=1, description="epochs without dev improvement before stopping")
+    max_train: int | None = Field(None, ge=1, description="use only the first N training instances")
+
+
+class ModelConfig(Strict):
+    """Sizes and options of the model zoo that are not grid axes by default."""
+
+    embedding_dim: int = Field(300, ge=1)
+    hidden_size: int = Field(128, ge=1, description="per direction for recurrent encoders")
+    attention_size: int = Field(128, ge=1, description="hidden size of additive attention")
+    cnn_variant: Literal["jain_wallace", "serrano_smith"] = "jain_wallace"
+    embeddings: str | None = Field(None, description="null (trained from scratch), 'word2vec', or a vectors file")
+    dropout: float = Field(0.0, ge=0, lt=1)
+
+
+class CellConfig(Strict):
+    """One model of the grid, every default filled in; its canonical JSON gives the cell id."""
+
+    dataset: DatasetId
+    encoder: Encoder = "lstm"
+    attention: Attention = "additive"
+    projection: Projection = "softmax"
+    projection_lambda: float | None = Field(
+        None, lt=1, description="sparsegen-lin lambda in (-inf, 1); only used with projection sparsegen"
+    )
+    architecture: Architecture = "flat"
+    attention_mode: AttentionMode = "learned"
+    seed: int = Field(0, ge=0)
+    model: ModelConfig = ModelConfig()
+    train: TrainConfig = TrainConfig()
+    data: DataConfig = DataConfig()
+
+
+class Resources(Strict):
+    cpu: float = Field(1, gt=0)
+    gpu: float = Field(0, ge=0, description="fractions share one GPU between trials")
+
+
+class ResourcesConfig(Strict):
+    train: Resources = Resources()
+    analysis: Resources = Resources()
+
+
+class RayConfig(Strict):
+    address: str | None = Field(None, description="null starts a local Ray; 'auto' or 'ray://host:10001' joins one")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is not None and not RAY_ADDRESS_PATTERN.match(value):
+            raise ValueError(f"'{value}' is not a Ray address (expected null, 'auto', 'ray://host:port' or 'host:port')")
+        return value
+
+
+class Override(Strict):
+    when: dict[str, Any] = Field(default_factory=dict)
+    set: dict[str, Any]
+
+
+class GridFile(Strict):
+    """A grid file as written. `grid`, `exclude`, `overrides` and `analyses` are checked against the cell
+    schema and the analysis registry in `gridlab.grid.expand`, with locations pointing into the file."""
+
+    name: str
+    data_dir: Path | None = None
+    results_dir: Path = Path("runs")
+    tracking_uri: str | None = None
+    device: Device = "auto"
+    ray: RayConfig = RayConfig()
+    resources: ResourcesConfig = ResourcesConfig()
+    grid: dict[str, Any]
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+    overrides: list[Override] = Field(default_factory=list)
+    train: TrainConfig = TrainConfig()
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    analyses: dict[str, dict[str, Any] | None] = Field(default_factory=dict)
+    instances: int | None = Field(1000, ge=1, description="test instances per model for analyses; null = all")
+    shard_size: int = Field(256, ge=1)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if "/" in value or "\\" in value or ".." in value:
+            raise ValueError(f"'{value}' must not contain path separators or '..' (it names a folder)")
+        if not NAME_PATTERN.match(value):
+            raise ValueError(f"'{value}' is not a valid name (expected lower-case letters, digits, '-' and '_')")
+        return value
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_not_empty(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if not value:
+            raise ValueError("no axes (expected at least `dataset: [...]`)")
+        return value

@@ -1,0 +1,27 @@
+"""Shared fixtures: where the real datasets are, and a scratch results folder per test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _data_dir() -> Path:
+    configured = os.environ.get("GRIDLAB_DATA")
+    if configured:
+        return Path(configured)
+    sibling = REPO.parent / "shared" / "data"
+    return sibling if sibling.is_dir() else REPO / "data"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The folder of real public datasets (CI sets GRIDLAB_DATA=../shared/data)."""
+    path = _data_dir()
+    if not (path / "sst").is_dir():
+        pytest.fail(f"real datasets not found under {path}: set GRIDLAB_DATA to the shared data folder")
+    return path
