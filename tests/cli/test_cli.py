@@ -1,0 +1,161 @@
+"""The CLI end to end: help on every command, plan output, and the data commands on the real files
+(fetch against an HTTP server on 127.0.0.1 serving the shared data folder)."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from gridlab.cli import app
+from gridlab.data.catalog import DATASETS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture()
+def in_tmp(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    monkeypatch.setenv("GRIDLAB_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", [[], ["validate"], ["plan"], ["data"], ["data", "list"],
+                                     ["data", "check"], ["data", "fetch"]], ids=" ".join)
+def test_every_command_has_help(command: list[str]):
+    result = run(*command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+def test_plan_lists_every_cell_with_what_it_runs(in_tmp: Path):
+    result = run("plan", str(REPO / "grids" / "quick.yaml"))
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "quick: 4 cells" in out
+    assert "cells: 4 to train (sst 2, synthetic 2)" in out
+    assert "rationale_recovery: 2 of 4 cells (instance level)" in out
+    assert "needs a dataset with rationales" in out
+    assert not (in_tmp / "runs").exists()
+
+
+def test_plan_json_gives_ids_and_resolved_configs(in_tmp: Path):
+    result = run("plan", str(REPO / "grids" / "quick.yaml"), "--json")
+    cells = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(cells) == 4 and len({c["id"] for c in cells}) == 4
+    synthetic = [c for c in cells if c["config"]["dataset"] == "synthetic"]
+    assert all(c["config"]["train"]["epochs"] == 4 for c in synthetic)  # the override
+    assert all(c["config"]["data"]["synthetic"]["n_classes"] == 2 for c in synthetic)  # defaults filled in
+    sst = [c for c in cells if c["config"]["dataset"] == "sst"]
+    assert all(c["config"]["data"]["min_length"] == 5 and c["config"]["data"]["synthetic"] is None for c in sst)
+    assert all("rationale_recovery" not in c["analyses"] for c in sst)
+
+
+def test_data_list_shows_every_shared_dataset(in_tmp: Path):
+    result = run("data", "list")
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith("│")}
+    assert set(lines) == set(DATASETS)
+    assert "present" in lines["sst"] and "6920" in lines["sst"] and "1821" in lines["sst"]
+    assert "partial: no train" in lines["agnews"] and "3800" in lines["agnews"]
+    assert "partial: no train" in lines["snli"] and "9842" in lines["snli"]
+    assert "partial: no train" in lines["babi3"]
+    assert "25000" in lines["imdb"] and "carved" in lines["imdb"]
+    assert "29000" in lines["multi30k"]
+
+
+def test_data_list_on_an_empty_folder_says_missing(in_tmp: Path):
+    result = run("data", "list", "--data-dir", str(in_tmp / "empty"))
+    lines = [line for line in result.stdout.splitlines() if line.startswith("│ sst ")]
+    assert "missing" in lines[0]
+
+
+def test_data_check_verifies_every_present_file(in_tmp: Path):
+    result = run("data", "check")
+    assert result.exit_code == 0, result.output
+    assert ": mismatch" not in result.stdout
+    assert "sst: " in result.stdout and ": ok" in result.stdout
+
+
+def test_data_check_reports_a_corrupt_file(in_tmp: Path, data_dir: Path):
+    copy = in_tmp / "data"
+    shutil.copytree(data_dir / "sst", copy / "sst")
+    (copy / "sst" / "stsa.binary.dev").write_text("1 tampered .\n")
+    result = run("data", "check", "sst", "--data-dir", str(copy))
+    assert result.exit_code == 1
+    assert "stsa.binary.dev: mismatch (sha256" in result.stdout
+    assert result.stderr.strip() == "1 of 3 files failed the check"
+
+
+def test_unknown_dataset_is_one_line(in_tmp: Path):
+    result = run("data", "check", "imbd")
+    assert result.exit_code == 1
+    assert result.stderr.strip().startswith("unknown dataset 'imbd' (expected one of: synthetic, sst")
+    assert "did you mean 'imdb'?" in result.stderr
+
+
+@pytest.fixture()
+def mirror(tmp_path: Path, data_dir: Path) -> Iterator[tuple[str, Path]]:
+    """An HTTP server on 127.0.0.1 serving a copy of the shared data folder (which tests may damage)."""
+    served = tmp_path / "mirror"
+    shutil.copytree(data_dir / "sst", served / "sst")
+    shutil.copytree(data_dir / "sick", served / "sick")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", served
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_fetch_downloads_and_verifies(in_tmp: Path, mirror: tuple[str, Path]):
+    url, _ = mirror
+    target = in_tmp / "fetched"
+    result = run("data", "fetch", "sick", "--data-dir", str(target), "--mirror", url)
+    assert result.exit_code == 0, result.output
+    assert "sick: 1 downloaded, 0 already present; checksums ok" in result.stdout
+    assert run("data", "check", "sick", "--data-dir", str(target)).exit_code == 0
+    again = run("data", "fetch", "sick", "--data-dir", str(target), "--mirror", url)
+    assert "0 downloaded, 1 already present" in again.stdout
+    # the fetched copy is usable by a grid straight away
+    grid = in_tmp / "g.yaml"
+    grid.write_text(yaml.safe_dump({"name": "g", "data_dir": str(target),
+                                    "grid": {"dataset": ["sick"], "architecture": ["pair"]}}))
+    assert run("validate", str(grid)).exit_code == 0
+
+
+def test_fetch_refuses_a_corrupt_download_and_writes_nothing(in_tmp: Path, mirror: tuple[str, Path]):
+    url, served = mirror
+    (served / "sst" / "stsa.binary.test").write_text("0 not the release .\n")
+    target = in_tmp / "fetched"
+    result = run("data", "fetch", "sst", "--data-dir", str(target), "--mirror", url)
+    assert result.exit_code == 1
+    assert "stsa.binary.test: sha256" in result.stderr and "nothing was written" in result.stderr
+    names = sorted(p.name for p in (target / "sst").iterdir())
+    assert names == ["stsa.binary.dev", "stsa.binary.train"]  # the good files before it, no partial file
+
+
+def test_fetch_without_a_mirror_or_with_a_dead_one_is_clear(in_tmp: Path, monkeypatch):
+    monkeypatch.delenv("GRIDLAB_DATA_MIRROR", raising=False)
+    result = run("data", "fetch", "sst", "--data-dir", str(in_tmp / "d"))
+    assert result.exit_code == 1 and "no mirror to fetch 'sst' from" in result.stderr
+    result = run("data", "fetch", "sst", "--data-dir", str(in_tmp / "d"), "--mirror", "http://127.0.0.1:9/x")
+    assert result.exit_code == 1 and "download failed" in result.stderr
+    assert not any((in_tmp / "d").rglob("*.part"))

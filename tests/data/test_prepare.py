@@ -1,0 +1,208 @@
+"""Preprocessing on the real files: J&W tokenisation, vocabulary from train, the Parquet cache, derived
+splits, rationale masks, and the synthetic task whose planted tokens decide its labels."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gridlab.data.catalog import DATASETS
+from gridlab.data.config import DataConfig
+from gridlab.data.prepare import load_dataset
+from gridlab.data.synthetic import SyntheticConfig, class_of_word, decide_label, filler_word
+from gridlab.data.tokenize import normalise, tokenize
+from gridlab.data.vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, Vocab
+from gridlab.errors import DataError, DatasetMissingError
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def sst(data_dir: Path, cache: Path):
+    return load_dataset("sst", data_dir, cache, DataConfig())
+
+
+def row(table, source_id: str) -> dict:
+    rows = [r for r in table.to_pylist() if r["source_id"] == source_id]
+    assert len(rows) == 1, source_id
+    return rows[0]
+
+
+def test_tokenizer_lowercases_splits_clitics_and_maps_numbers_to_qqq():
+    [text] = tokenize(["The Rock's 2nd film cost $100 million. Awful!"])
+    assert text.tokens == ["the", "rock", "'s", "qqq", "film", "cost", "$", "qqq", "million", ".", "awful", "!"]
+    assert text.sentence_starts == [0, 10]
+    assert normalise("1930s") == "qqq" and normalise("B-Grade") == "b-grade"
+
+
+def test_sst_numbers_become_qqq(sst):
+    test = sst.splits["test"]
+    line = row(test, "stsa.binary.test:51")  # "... tv 's defunct cleopatra 2525 ."
+    assert line["tokens"][-3:] == ["cleopatra", "qqq", "."]
+    assert line["label"] == 0
+    tokens = {t for seq in sst.splits["train"].column("tokens").to_pylist() for t in seq}
+    assert "qqq" in tokens and not any(ch.isdigit() for t in tokens for ch in t)
+
+
+def test_sst_first_train_row_and_length_filter(sst):
+    first = row(sst.splits["train"], "stsa.binary.train:1")
+    assert first["tokens"][:6] == ["a", "stirring", ",", "funny", "and", "finally"]
+    assert first["label"] == 1
+    assert first["ids"] == sst.vocab.encode(first["tokens"]).tolist()
+    lengths = [len(t) for t in sst.splits["train"].column("tokens").to_pylist()]
+    assert min(lengths) >= 5  # J&W: SST sentences shorter than 5 tokens are dropped
+    assert sst.splits["train"].num_rows < 6920
+
+
+def test_vocabulary_is_built_from_train_only(sst, data_dir: Path, cache: Path):
+    assert sst.vocab.itos[:4] == ("<pad>", "<unk>", "<sos>", "<eos>")
+    assert (PAD_ID, UNK_ID, SOS_ID, EOS_ID) == (0, 1, 2, 3)
+    train_tokens = {t for seq in sst.splits["train"].column("tokens").to_pylist() for t in seq}
+    assert set(sst.vocab.itos[4:]) == train_tokens  # min_count 1 for SST
+    test = sst.splits["test"].to_pylist()
+    unseen = [(r, i) for r in test for i, t in enumerate(r["tokens"]) if t not in train_tokens]
+    assert unseen, "SST test has words that train lacks"
+    assert all(r["ids"][i] == UNK_ID for r, i in unseen)
+
+    counted = load_dataset("sst", data_dir, cache, DataConfig(min_count=3))
+    counts: dict[str, int] = {}
+    for seq in counted.splits["train"].column("tokens").to_pylist():
+        for t in seq:
+            counts[t] = counts.get(t, 0) + 1
+    assert set(counted.vocab.itos[4:]) == {t for t, c in counts.items() if c >= 3}
+    assert len(counted.vocab) < len(sst.vocab)
+
+
+def test_vocab_order_is_count_then_alphabetical():
+    vocab = Vocab.build([["b", "a", "c", "a"], ["c", "d"]], min_count=1)
+    assert vocab.itos[4:] == ("a", "c", "b", "d")
+    assert vocab.encode(["d", "zzz"]).tolist() == [7, UNK_ID]
+
+
+def test_cache_hit_reads_nothing_and_changed_parameter_rebuilds(data_dir: Path, tmp_path: Path, monkeypatch):
+    first = load_dataset("sst", data_dir, tmp_path, DataConfig())
+    reader = type(DATASETS["sst"].reader)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cache hit must not read the source files")
+
+    monkeypatch.setattr(reader, "read", refuse)
+    again = load_dataset("sst", data_dir, tmp_path, DataConfig())
+    assert again.cache_key == first.cache_key
+    assert again.splits["test"].equals(first.splits["test"])
+    assert again.vocab == first.vocab
+    with pytest.raises(AssertionError, match="must not read"):
+        load_dataset("sst", data_dir, tmp_path, DataConfig(min_length=3))
+    monkeypatch.undo()
+    rebuilt = load_dataset("sst", data_dir, tmp_path, DataConfig(min_length=3))
+    assert rebuilt.cache_key != first.cache_key
+    assert rebuilt.splits["train"].num_rows > first.splits["train"].num_rows
+    assert len(list((tmp_path / "sst").iterdir())) == 2
+
+
+def test_changed_source_file_rebuilds(data_dir: Path, tmp_path: Path):
+    copy = tmp_path / "data"
+    shutil.copytree(data_dir / "sst", copy / "sst")
+    first = load_dataset("sst", copy, tmp_path / "cache", DataConfig())
+    train = copy / "sst" / "stsa.binary.train"
+    train.write_text(train.read_text() + "1 an extra sentence added by the user .\n")
+    second = load_dataset("sst", copy, tmp_path / "cache", DataConfig())
+    assert second.cache_key != first.cache_key
+    assert second.splits["train"].num_rows == first.splits["train"].num_rows + 1
+
+
+def test_pair_fields_are_tokenised_separately(data_dir: Path, cache: Path):
+    sick = load_dataset("sick", data_dir, cache, DataConfig())
+    assert sick.label_names == ("ENTAILMENT", "NEUTRAL", "CONTRADICTION")
+    first = row(sick.splits["train"], "1")
+    assert first["tokens"][:5] == ["a", "group", "of", "kids", "is"]
+    assert first["query_tokens"][:5] == ["a", "group", "of", "boys", "in"]
+    assert first["label"] == 1  # NEUTRAL
+    assert first["query_ids"] == sick.vocab.encode(first["query_tokens"]).tolist()
+
+
+def test_partial_dataset_needs_derive_splits(data_dir: Path, cache: Path):
+    with pytest.raises(DataError, match=r"partial: no train split.*derive_splits"):
+        load_dataset("agnews", data_dir, cache, DataConfig())
+    derived = load_dataset("agnews", data_dir, cache, DataConfig(derive_splits=True))
+    assert derived.derived_splits
+    sizes = {s: t.num_rows for s, t in derived.splits.items()}
+    assert sum(sizes.values()) == 3800 and sizes == {"train": 3040, "dev": 380, "test": 380}
+    ids = [set(t.column("source_id").to_pylist()) for t in derived.splits.values()]
+    assert not (ids[0] & ids[1]) and not (ids[0] & ids[2]) and not (ids[1] & ids[2])
+    assert derived.label_names == ("World", "Business")
+
+
+def test_missing_dataset_names_the_fetch_command(tmp_path: Path):
+    with pytest.raises(DatasetMissingError, match="gridlab data fetch imdb"):
+        load_dataset("imdb", tmp_path, tmp_path / "cache", DataConfig())
+    assert not (tmp_path / "cache").exists()
+
+
+def test_dev_is_carved_from_train_with_a_fixed_seed(data_dir: Path, cache: Path):
+    news = load_dataset("20news", data_dir, cache, DataConfig())
+    again = load_dataset("20news", data_dir, cache / "other", DataConfig())
+    assert news.splits["dev"].column("source_id").equals(again.splits["dev"].column("source_id"))
+    train_ids = set(news.splits["train"].column("source_id").to_pylist())
+    assert not train_ids & set(news.splits["dev"].column("source_id").to_pylist())
+    reseeded = load_dataset("20news", data_dir, cache, DataConfig(split_seed=1))
+    assert reseeded.splits["dev"].column("source_id") != news.splits["dev"].column("source_id")
+    lengths = [len(t) for s in news.splits.values() for t in s.column("tokens").to_pylist()]
+    assert 6 <= min(lengths) and max(lengths) <= 500  # J&W's 20News length filter
+
+
+def test_movie_rationales_align_with_tokens(data_dir: Path, cache: Path):
+    movies = load_dataset("movies", data_dir, cache, DataConfig())
+    raw = {e.source_id: e for e in DATASETS["movies"].reader.read(data_dir / "movie_rationales", "test")}
+    test = movies.splits["test"].to_pylist()
+    assert all(any(r["rationale"]) for r in test)  # fold 8: every review is annotated
+    sample = test[0]
+    example = raw[sample["source_id"]]
+    marked = [t for t, m in zip(sample["tokens"], sample["rationale"]) if m]
+    expected = [t.tokens for t in tokenize(example.text[s:e] for s, e in example.rationale)]
+    assert marked == [t for tokens in expected for t in tokens]
+    assert "rationale" not in load_dataset("sst", data_dir, cache, DataConfig()).splits["test"].column_names
+
+
+def test_sentence_starts_split_documents(data_dir: Path, cache: Path):
+    news = load_dataset("20news", data_dir, cache, DataConfig())
+    starts = news.splits["train"].column("sentence_starts").to_pylist()
+    assert all(s[0] == 0 and s == sorted(set(s)) for s in starts)
+    assert np.mean([len(s) for s in starts]) > 3
+
+
+def test_synthetic_rationale_decides_the_label(tmp_path: Path):
+    config = DataConfig(synthetic=SyntheticConfig(n_classes=3, planted=3, distractors=2, n_train=300))
+    data = load_dataset("synthetic", tmp_path, tmp_path / "cache", config)
+    assert data.label_names == ("0", "1", "2")
+    rng = np.random.default_rng(0)
+    for split, table in data.splits.items():
+        for r in table.to_pylist():
+            tokens, mask, label = r["tokens"], r["rationale"], r["label"]
+            assert sum(mask) == 3
+            rationale = [t for t, m in zip(tokens, mask) if m]
+            assert all(class_of_word(t) == label for t in rationale)
+            assert decide_label(tokens, 3) == label
+            # everything outside the rationale can change without changing the label ...
+            scrambled = [t if m else filler_word(int(rng.integers(200))) for t, m in zip(tokens, mask)]
+            assert decide_label(scrambled, 3) == label
+            # ... while replacing the rationale with another class's signal words changes it
+            other = (label + 1) % 3
+            swapped = [f"s{'abc'[other]}aa" if m else t for t, m in zip(tokens, mask)]
+            assert decide_label(swapped, 3) != label
+    counts = np.bincount(data.splits["train"].column("label").to_numpy(), minlength=3)
+    assert counts.min() > 60  # classes are balanced in expectation
+
+
+def test_synthetic_is_deterministic_by_its_seed(tmp_path: Path):
+    a = load_dataset("synthetic", tmp_path, tmp_path / "a", DataConfig())
+    b = load_dataset("synthetic", tmp_path, tmp_path / "b", DataConfig())
+    c = load_dataset("synthetic", tmp_path, tmp_path / "c", DataConfig(synthetic=SyntheticConfig(seed=1)))
+    assert a.splits["train"].equals(b.splits["train"])
+    assert not a.splits["train"].column("tokens").equals(c.splits["train"].column("tokens"))
