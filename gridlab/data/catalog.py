@@ -13,6 +13,7 @@ from __future__ import annotations
 from gridlab.data.examples import RawExample
 from gridlab.data.readers.ag_news import AG_NEWS_FILES, AgNewsReader
 from gridlab.data.readers.babi import BABI_FILES, BabiReader
+from gridlab.data.readers.esnli import ESNLI_FILES, EsnliReader
 from gridlab.data.readers.imdb import IMDB_FILES, ImdbReader
 from gridlab.data.readers.movies import MOVIES_FILES, MovieRationalesReader
 from gridlab.data.readers.multi30k import MULTI30K_FILES, Multi30kReader
@@ -169,6 +170,17 @@ _SPECS = [
         description="SNLI 1.0 NLI (pairs with a gold label)",
         reader=SnliReader(),
         files=SNLI_FILES,
+        official_splits=TRAIN_DEV_TEST,
+        expected_rows={"train": 549367, "dev": 9842, "test": 9824},
+        label_names=NLI_LABELS_LOWER,
+    ),
+    DatasetSpec(
+        id="esnli",
+        folder="esnli",
+        task="pair",
+        description="e-SNLI pairs (= SNLI with a gold label), authors' tokenised text; explanations not used",
+        reader=EsnliReader(),
+        files=ESNLI_FILES,
         official_splits=TRAIN_DEV_TEST,
         expected_rows={"train": 549367, "dev": 9842, "test": 9824},
         label_names=NLI_LABELS_LOWER,
