@@ -1,0 +1,127 @@
+"""Prepared split (Arrow) -> padded tensor batches that every model and analysis consumes.
+
+    >>> for batch in iterate_batches(data, "train", batch_size=32, shuffle=True, seed=0):
+    ...     logits = model(batch)
+
+Sequences get `<sos>`/`<eos>` around them, as J&W did; those two and the padding are outside `mask`, so
+attention never lands on them. Documents also come as sentences (`sentences`), for hierarchical models.
+Annotator rationales are aligned with `ids` (False on the added tokens and padding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from gridlab.data.vocab import EOS_ID, PAD_ID, SOS_ID
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """A document as a sequence of sentences (no `<sos>`/`<eos>`)."""
+
+    ids: Tensor  # (B, S, W) word ids
+    mask: Tensor  # (B, S, W) real words
+    doc_mask: Tensor  # (B, S) real sentences
+
+
+@dataclass(frozen=True)
+class Batch:
+    ids: Tensor  # (B, T) <sos> tokens <eos>, padded with <pad>
+    mask: Tensor  # (B, T) True where attention may go: the tokens, not <sos>/<eos>/<pad>
+    lengths: Tensor  # (B,) tokens including <sos>/<eos>
+    labels: Tensor  # (B,) class index (-1 for translation)
+    instance_ids: Tensor  # (B,) the instance's index in its split
+    query_ids: Tensor | None = None  # (B, Q) hypothesis / question, with <sos>/<eos>
+    query_mask: Tensor | None = None  # (B, Q)
+    query_lengths: Tensor | None = None  # (B,)
+    target_ids: Tensor | None = None  # (B, U) <sos> target <eos> (translation)
+    target_lengths: Tensor | None = None  # (B,)
+    sentences: Sentences | None = None
+    rationale: Tensor | None = None  # (B, T) annotated tokens
+
+    @property
+    def size(self) -> int:
+        return self.ids.shape[0]
+
+    def to(self, device: torch.device | str) -> Batch:
+        moved = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Tensor):
+                moved[f.name] = value.to(device)
+            elif isinstance(value, Sentences):
+                moved[f.name] = Sentences(*(t.to(device) for t in (value.ids, value.mask, value.doc_mask)))
+        return replace(self, **moved)
+
+
+def pad_with_markers(sequences: Sequence[Sequence[int]]) -> tuple[Tensor, Tensor, Tensor]:
+    """(ids, mask, lengths) for `<sos> seq <eos>` rows padded to the longest."""
+    lengths = np.fromiter((len(s) + 2 for s in sequences), dtype=np.int64, count=len(sequences))
+    ids = np.full((len(sequences), int(lengths.max(initial=2))), PAD_ID, dtype=np.int64)
+    mask = np.zeros(ids.shape, dtype=bool)
+    for i, seq in enumerate(sequences):
+        ids[i, 0] = SOS_ID
+        ids[i, 1 : len(seq) + 1] = seq
+        ids[i, len(seq) + 1] = EOS_ID
+        mask[i, 1 : len(seq) + 1] = True
+    return torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(lengths)
+
+
+def split_sentences(sequences: Sequence[Sequence[int]], starts: Sequence[Sequence[int]]) -> Sentences:
+    docs = [np.split(np.asarray(seq, dtype=np.int64), np.asarray(s[1:], dtype=np.int64)) for seq, s in zip(sequences, starts)]
+    docs = [[sent for sent in doc if len(sent)] or [np.zeros(0, np.int64)] for doc in docs]
+    n_sent = max(len(doc) for doc in docs)
+    n_word = max(max(len(sent) for sent in doc) for doc in docs) or 1
+    ids = np.full((len(docs), n_sent, n_word), PAD_ID, dtype=np.int64)
+    for b, doc in enumerate(docs):
+        for s, sent in enumerate(doc):
+            ids[b, s, : len(sent)] = sent
+    mask = ids != PAD_ID
+    return Sentences(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(mask.any(-1)))
+
+
+def collate(rows: dict[str, list], sentences: bool = False) -> Batch:
+    """A batch from column lists (as `Table.to_pydict()` gives them for the selected rows)."""
+    ids, mask, lengths = pad_with_markers(rows["ids"])
+    batch = Batch(
+        ids=ids,
+        mask=mask,
+        lengths=lengths,
+        labels=torch.tensor(rows["label"], dtype=torch.long),
+        instance_ids=torch.tensor(rows["instance_id"], dtype=torch.long),
+    )
+    extra: dict = {}
+    if "query_ids" in rows:
+        extra.update(zip(("query_ids", "query_mask", "query_lengths"), pad_with_markers(rows["query_ids"])))
+    if "target_ids" in rows:
+        target, _, target_lengths = pad_with_markers(rows["target_ids"])
+        extra.update(target_ids=target, target_lengths=target_lengths)
+    if "rationale" in rows:
+        marked = torch.zeros(ids.shape, dtype=torch.bool)
+        for i, flags in enumerate(rows["rationale"]):
+            marked[i, 1 : len(flags) + 1] = torch.tensor(flags, dtype=torch.bool)
+        extra["rationale"] = marked
+    if sentences:
+        extra["sentences"] = split_sentences(rows["ids"], rows["sentence_starts"])
+    return replace(batch, **extra)
+
+
+BATCH_COLUMNS = ("instance_id", "label", "ids", "query_ids", "target_ids", "sentence_starts", "rationale")
+
+
+def iterate_batches(table: pa.Table, batch_size: int, shuffle: bool = False, seed: int = 0,
+                    sentences: bool = False, limit: int | None = None) -> Iterator[Batch]:
+    """Batches over a split in order, or shuffled by `seed` (the same seed gives the same batches)."""
+    table = table.select([c for c in BATCH_COLUMNS if c in table.column_names])
+    n = table.num_rows if limit is None else min(limit, table.num_rows)
+    order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+    for start in range(0, n, batch_size):
+        chosen = table.take(pa.array(order[start : start + batch_size]))
+        yield collate(chosen.to_pydict(), sentences=sentences)

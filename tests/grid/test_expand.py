@@ -1,0 +1,112 @@
+"""Cell expansion: stable content ids, excludes and overrides, and collapse of equal models."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gridlab.grid.expand import cell_id, expand
+from gridlab.grid.load import load_grid_file
+from gridlab.grid.schema import CellConfig
+
+
+def grid_from(tmp_path: Path, text: str, name: str = "g.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return expand(load_grid_file(path), str(path), check_data=False)
+
+
+def test_cell_id_is_sha256_of_canonical_resolved_json():
+    config = CellConfig(dataset="sst")
+    canonical = json.dumps({"schema": 1, "cell": config.model_dump(mode="json")},
+                           sort_keys=True, separators=(",", ":"))
+    assert cell_id(config) == hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    # the documented canonical form: sorted keys, no spaces, defaults present
+    assert canonical.startswith('{"cell":{"architecture":"flat","attention":"additive","attention_mode":"learned",')
+    assert '"lr":0.001' in canonical and '"weight_decay":1e-05' in canonical
+
+
+def test_ids_ignore_key_order_and_number_spelling(tmp_path: Path):
+    a = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst], encoder: [lstm, cnn]}\ntrain: {lr: 0.001, epochs: 8}\n", "a.yaml")
+    b = grid_from(tmp_path, "train: {epochs: 8.0, lr: 1.0e-3}\ngrid: {encoder: [lstm, cnn], dataset: [sst]}\nname: b\n", "b.yaml")
+    assert [c.id for c in a.cells] == [c.id for c in b.cells]
+
+
+def test_ids_do_not_depend_on_where_results_go(tmp_path: Path):
+    a = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst]}\n", "a.yaml")
+    b = grid_from(tmp_path, "name: b\nresults_dir: elsewhere\ninstances: 5\nresources: {train: {cpu: 2}}\n"
+                            "analyses: {permutation: {}}\ngrid: {dataset: [sst]}\n", "b.yaml")
+    assert a.cells[0].id == b.cells[0].id
+
+
+@pytest.mark.parametrize("setting", ["train: {lr: 0.01}", "model: {hidden_size: 64}", "data: {min_count: 2}",
+                                     "train: {max_train: 100}", "data: {derive_splits: true}"])
+def test_every_model_setting_changes_the_id(tmp_path: Path, setting: str):
+    base = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst]}\n", "a.yaml")
+    changed = grid_from(tmp_path, f"name: a\ngrid: {{dataset: [sst]}}\n{setting}\n", "b.yaml")
+    assert base.cells[0].id != changed.cells[0].id
+
+
+def test_dataset_defaults_are_filled_in_and_inapplicable_keys_blanked(tmp_path: Path):
+    grid = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst, babi1, synthetic], architecture: [flat, pair]}\n"
+                               "exclude: [{dataset: [sst, synthetic], architecture: pair}, {dataset: babi1, architecture: flat}]\n"
+                               "data: {babi_size: 1k}\n")
+    by_dataset = {c.config.dataset: c.config.data for c in grid.cells}
+    assert by_dataset["sst"].min_count == 1 and by_dataset["sst"].min_length == 5
+    assert by_dataset["sst"].babi_size is None and by_dataset["sst"].synthetic is None
+    assert by_dataset["babi1"].babi_size == "1k"
+    assert by_dataset["synthetic"].synthetic.n_classes == 2
+    assert by_dataset["sst"].dev_fraction is None  # SST has an official dev split
+
+
+def test_equal_models_collapse_into_one_cell(tmp_path: Path):
+    grid = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst], projection: [softmax, sparsegen], "
+                               "projection_lambda: [0, 0.5]}\n")
+    described = sorted((c.config.projection, c.config.projection_lambda) for c in grid.cells)
+    assert described == [("softmax", None), ("sparsegen", 0.0), ("sparsegen", 0.5)]
+    assert grid.collapsed == 1
+
+
+def test_exclude_any_of_and_overrides_in_order(tmp_path: Path):
+    grid = grid_from(tmp_path, """
+name: a
+grid: {dataset: [sst, synthetic], encoder: [lstm, cnn, average], seed: [0, 1]}
+exclude:
+  - {encoder: [cnn, average], seed: 1}
+overrides:
+  - when: {dataset: synthetic}
+    set: {train.epochs: 2, train.batch_size: 8}
+  - when: {train.batch_size: 8, encoder: lstm}
+    set: {train.epochs: 3}
+""")
+    assert len(grid.cells) == 2 * (3 + 1)
+    epochs = {(c.config.dataset, c.config.encoder, c.config.seed): c.config.train.epochs for c in grid.cells}
+    assert epochs[("synthetic", "lstm", 0)] == 3  # the second override sees the first one's batch size
+    assert epochs[("synthetic", "cnn", 0)] == 2
+    assert epochs[("sst", "lstm", 1)] == 8
+    assert not any(c.config.seed == 1 and c.config.encoder != "lstm" for c in grid.cells)
+
+
+def test_dotted_axes_reach_nested_settings(tmp_path: Path):
+    grid = grid_from(tmp_path, "name: a\ngrid: {dataset: [synthetic], data.synthetic.n_classes: [2, 4], "
+                               "train.lr: [0.01, 0.001]}\n")
+    assert sorted((c.config.data.synthetic.n_classes, c.config.train.lr) for c in grid.cells) == [
+        (2, 0.001), (2, 0.01), (4, 0.001), (4, 0.01)]
+    assert grid.axis_paths == ["dataset", "data.synthetic.n_classes", "train.lr"]
+
+
+def test_scalar_axis_is_a_one_value_axis(tmp_path: Path):
+    grid = grid_from(tmp_path, "name: a\ngrid: {dataset: sst, seed: 3}\n")
+    assert [(c.config.dataset, c.config.seed) for c in grid.cells] == [("sst", 3)]
+
+
+def test_shipped_quick_grid_ids_are_stable_across_loads():
+    path = Path(__file__).resolve().parents[2] / "grids" / "quick.yaml"
+    first = expand(load_grid_file(path), str(path), check_data=False)
+    second = expand(load_grid_file(path), str(path), check_data=False)
+    assert [c.id for c in first.cells] == [c.id for c in second.cells]
+    assert yaml.safe_load(path.read_text())["name"] == first.spec.name
