@@ -1,0 +1,165 @@
+"""Attention classifiers built around the contract every analysis relies on (SPEC §1):
+
+    >>> encoded = model.encode(batch)                    # h (B, T, m), mask (B, T), query (B, q) | None
+    >>> alpha = model.attend(encoded.h, encoded.mask, encoded.query)          # (B, T)
+    >>> logits = model.decode(encoded.h, alpha, encoded.query)                # (B, C)
+    >>> torch.equal(logits, model(batch))
+    True
+
+An analysis intervenes between the parts: it permutes or erases `alpha`, or feeds `encode` its own
+embeddings (`model.embed(batch)` with `requires_grad`) to take gradients with respect to the input.
+
+- `FlatClassifier` (FLAN / J&W): one attention layer over the tokens.
+- `PairClassifier` (J&W's NLI/QA models, Vashishth §3.2): premise and query encoded separately; attention
+  over the premise is conditioned on the query's summary q; output `W tanh(W_c c + W_q q)`.
+- `HierarchicalClassifier` (HAN, S&S): word attention builds sentence vectors, a sentence encoder and the
+  final attention layer build the document vector. `encode` returns the sentence level (the layer the
+  analyses act on); the word-level weights of the last pass are in `encoded.word_alpha`. The attention
+  mode (uniform, random) applies to the final layer; word attention is always learned.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from gridlab.data.batching import Batch
+from gridlab.data.vocab import PAD_ID
+from gridlab.models.attention import Attention, AttentionSpec
+from gridlab.models.encoders import Encoder
+
+
+@dataclass(frozen=True)
+class Encoded:
+    h: torch.Tensor  # (B, T, m) what attention weighs
+    mask: torch.Tensor  # (B, T) where attention may go
+    query: torch.Tensor | None = None  # (B, q) pair tasks
+    word_alpha: torch.Tensor | None = None  # (B, S, W) hierarchical models
+
+
+@dataclass(frozen=True)
+class Sizes:
+    vocab: int
+    embedding: int
+    classes: int
+    attention: int
+    dropout: float
+
+
+class AttentionClassifier(nn.Module, ABC):
+    """The shared attend/decode/forward; subclasses define `embed`, `encode` and `output`."""
+
+    embedding: nn.Embedding
+    attention: Attention
+
+    def embed(self, batch: Batch) -> torch.Tensor:
+        return self.embedding(batch.ids)  # (B, T, d)
+
+    @abstractmethod
+    def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
+        """Representations to attend over; `embedded` replaces `embed(batch)` (for input gradients)."""
+
+    @abstractmethod
+    def output(self, context: torch.Tensor, query: torch.Tensor | None) -> torch.Tensor:
+        """(B, m) context [and (B, q) query] -> (B, C) logits."""
+
+    def attend(self, h: torch.Tensor, mask: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
+        return self.attention(h, mask, query)
+
+    def decode(self, h: torch.Tensor, alpha: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
+        """Context c = sum_t alpha_t h_t, then the classifier. A zero alpha gives the zero context."""
+        context = torch.einsum("bt,btm->bm", alpha.to(h.dtype), h)  # (B, m)
+        return self.output(context, query)
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        encoded = self.encode(batch)
+        return self.decode(encoded.h, self.attend(encoded.h, encoded.mask, encoded.query), encoded.query)
+
+    def attention_parameter_names(self) -> set[str]:
+        """Parameters of attention layers (J&W: exempt from weight decay)."""
+        return {f"{prefix}.{name}" for prefix, module in self.named_modules() if isinstance(module, Attention)
+                for name, _ in module.named_parameters()}
+
+
+def _embedding(sizes: Sizes) -> nn.Embedding:
+    return nn.Embedding(sizes.vocab, sizes.embedding, padding_idx=PAD_ID)
+
+
+class FlatClassifier(AttentionClassifier):
+    def __init__(self, sizes: Sizes, encoder: Encoder, attention: AttentionSpec):
+        super().__init__()
+        self.embedding = _embedding(sizes)
+        self.encoder = encoder
+        self.attention = Attention(attention, encoder.output_dim, None, sizes.attention)
+        self.dropout = nn.Dropout(sizes.dropout)
+        self.classifier = nn.Linear(encoder.output_dim, sizes.classes)
+
+    def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
+        x = self.dropout(self.embed(batch) if embedded is None else embedded)
+        h = self.encoder(x, batch.lengths, batch.ids != PAD_ID)
+        return Encoded(h, batch.mask)
+
+    def output(self, context, query):
+        return self.classifier(self.dropout(context))
+
+
+class PairClassifier(AttentionClassifier):
+    def __init__(self, sizes: Sizes, premise_encoder: Encoder, query_encoder: Encoder, attention: AttentionSpec):
+        super().__init__()
+        self.embedding = _embedding(sizes)
+        self.encoder = premise_encoder
+        self.query_encoder = query_encoder
+        self.attention = Attention(attention, premise_encoder.output_dim, query_encoder.output_dim, sizes.attention)
+        self.dropout = nn.Dropout(sizes.dropout)
+        self.context_layer = nn.Linear(premise_encoder.output_dim, sizes.attention)
+        self.query_layer = nn.Linear(query_encoder.output_dim, sizes.attention, bias=False)
+        self.classifier = nn.Linear(sizes.attention, sizes.classes)
+
+    def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
+        x = self.dropout(self.embed(batch) if embedded is None else embedded)
+        h = self.encoder(x, batch.lengths, batch.ids != PAD_ID)
+        query_tokens = batch.query_ids != PAD_ID
+        xq = self.dropout(self.embedding(batch.query_ids))
+        hq = self.query_encoder(xq, batch.query_lengths, query_tokens)
+        return Encoded(h, batch.mask, self.query_encoder.summary(hq, batch.query_lengths, query_tokens))
+
+    def output(self, context, query):
+        hidden = torch.tanh(self.context_layer(self.dropout(context)) + self.query_layer(query))
+        return self.classifier(hidden)
+
+
+class HierarchicalClassifier(AttentionClassifier):
+    def __init__(self, sizes: Sizes, word_encoder: Encoder, sentence_encoder: Encoder, attention: AttentionSpec):
+        super().__init__()
+        self.embedding = _embedding(sizes)
+        self.word_encoder = word_encoder
+        word_spec = AttentionSpec(attention.alignment, attention.projection, attention.lam, "learned")
+        self.word_attention = Attention(word_spec, word_encoder.output_dim, None, sizes.attention)
+        self.encoder = sentence_encoder
+        self.attention = Attention(attention, sentence_encoder.output_dim, None, sizes.attention)
+        self.dropout = nn.Dropout(sizes.dropout)
+        self.classifier = nn.Linear(sentence_encoder.output_dim, sizes.classes)
+
+    def embed(self, batch: Batch) -> torch.Tensor:
+        return self.embedding(batch.sentences.ids)  # (B, S, W, d)
+
+    def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
+        sentences = batch.sentences
+        x = self.dropout(self.embed(batch) if embedded is None else embedded)
+        b, s, w, d = x.shape
+        words = sentences.mask.reshape(b * s, w)  # (B*S, W)
+        words = words.clone()
+        words[:, 0] |= ~words.any(-1)  # a padding sentence attends to its (zero) first slot, never to nothing
+        lengths = words.sum(-1)
+        hw = self.word_encoder(x.reshape(b * s, w, d), lengths, words)  # (B*S, W, m_w)
+        word_alpha = self.word_attention(hw, words)  # (B*S, W)
+        vectors = torch.einsum("nw,nwm->nm", word_alpha, hw).reshape(b, s, -1)  # (B, S, m_w)
+        doc = sentences.doc_mask
+        h = self.encoder(self.dropout(vectors), doc.sum(-1), doc)  # (B, S, m)
+        return Encoded(h, doc, word_alpha=word_alpha.reshape(b, s, w) * sentences.mask)
+
+    def output(self, context, query):
+        return self.classifier(self.dropout(context))

@@ -1,0 +1,117 @@
+"""Encoders: embedded tokens (B, T, d) -> representations h (B, T, m) that attention weighs.
+
+    >>> encoder = build_encoder("lstm", input_dim=300, hidden=128)
+    >>> h = encoder(embedded, lengths, tokens)           # (B, T, 256)
+
+- `lstm`, `gru`: bidirectional, packed by length so padding never reaches a real position (J&W, S&S).
+- `cnn`: J&W's kernels 1, 3, 5, 7 x `hidden` filters (ReLU), or S&S's widths 3 and 5 concatenated.
+  Same-length zero padding, and `<pad>` embeds to zero, so a padded batch equals the instance alone.
+- `average`: J&W's "average" encoder, linear + ReLU per token (order-free).
+- `noenc`: S&S's encoderless model, h = the embeddings.
+- `transformer`: Meister's 2-layer, 1-head, hidden-128 self-attention encoder (`gridlab.models.transformer`).
+
+`summary(h, lengths, tokens)` is one vector per sequence: the final states of both directions for recurrent
+encoders (the "last hidden state" J&W use as the query of pair tasks), the mean over tokens otherwise.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from gridlab.models.transformer import TransformerEncoder
+
+JW_KERNELS = (1, 3, 5, 7)
+SS_KERNELS = (3, 5)
+
+
+class Encoder(nn.Module, ABC):
+    output_dim: int
+
+    @abstractmethod
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """x (B, T, d), lengths (B,), tokens (B, T) = positions holding a token -> h (B, T, m)."""
+
+    def summary(self, h: torch.Tensor, lengths: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        weights = tokens.unsqueeze(-1).to(h.dtype)  # (B, T, 1)
+        return (h * weights).sum(1) / weights.sum(1).clamp_min(1)
+
+
+class Recurrent(Encoder):
+    def __init__(self, cell: str, input_dim: int, hidden: int):
+        super().__init__()
+        rnn = nn.LSTM if cell == "lstm" else nn.GRU
+        self.rnn = rnn(input_dim, hidden, batch_first=True, bidirectional=True)
+        self.hidden = hidden
+        self.output_dim = 2 * hidden
+
+    def forward(self, x, lengths, tokens):
+        packed = pack_padded_sequence(x, lengths.clamp_min(1).cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = self.rnn(packed)
+        h, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return h  # (B, T, 2 * hidden), zeros past each length
+
+    def summary(self, h, lengths, tokens):
+        last = (lengths.clamp_min(1) - 1).to(h.device)
+        forward = h[torch.arange(h.shape[0], device=h.device), last, : self.hidden]  # (B, hidden)
+        backward = h[:, 0, self.hidden :]  # (B, hidden)
+        return torch.cat([forward, backward], dim=-1)
+
+
+class Convolutional(Encoder):
+    def __init__(self, input_dim: int, hidden: int, kernels: tuple[int, ...]):
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv1d(input_dim, hidden, k, padding=k // 2) for k in kernels)
+        self.output_dim = hidden * len(kernels)
+
+    def forward(self, x, lengths, tokens):
+        x = (x * tokens.unsqueeze(-1)).transpose(1, 2)  # (B, d, T), padding exactly zero
+        h = torch.cat([torch.relu(conv(x)) for conv in self.convs], dim=1)  # (B, m, T)
+        return h.transpose(1, 2)
+
+
+class Average(Encoder):
+    def __init__(self, input_dim: int, hidden: int):
+        super().__init__()
+        self.projection = nn.Linear(input_dim, hidden)
+        self.output_dim = hidden
+
+    def forward(self, x, lengths, tokens):
+        return torch.relu(self.projection(x))
+
+
+class Identity(Encoder):
+    def __init__(self, input_dim: int):
+        super().__init__()
+        self.output_dim = input_dim
+
+    def forward(self, x, lengths, tokens):
+        return x
+
+
+class Transformer(Encoder):
+    def __init__(self, input_dim: int, hidden: int, layers: int, heads: int):
+        super().__init__()
+        self.encoder = TransformerEncoder(input_dim, hidden, layers, heads)
+        self.output_dim = hidden
+
+    def forward(self, x, lengths, tokens):
+        return self.encoder(x, tokens)
+
+
+def build_encoder(kind: str, input_dim: int, hidden: int, cnn_variant: str = "jain_wallace",
+                  layers: int = 2, heads: int = 1) -> Encoder:
+    if kind in ("lstm", "gru"):
+        return Recurrent(kind, input_dim, hidden)
+    if kind == "cnn":
+        return Convolutional(input_dim, hidden, JW_KERNELS if cnn_variant == "jain_wallace" else SS_KERNELS)
+    if kind == "average":
+        return Average(input_dim, hidden)
+    if kind == "noenc":
+        return Identity(input_dim)
+    if kind == "transformer":
+        return Transformer(input_dim, hidden, layers, heads)
+    raise ValueError(f"unknown encoder '{kind}'")
