@@ -30,10 +30,10 @@ from gridlab.grid.paths import field_at, get_path, set_path, validate_value
 from gridlab.grid.problems import Problem, from_validation_error, location
 from gridlab.grid.schema import CellConfig, GridFile
 from gridlab.grid.suggest import unknown
+from gridlab.models.compatibility import incompatibilities
 
 ID_LENGTH = 12
 CELL_SCHEMA_VERSION = 1
-ARCHITECTURES_FOR_TASK = {"single": ("flat", "han"), "pair": ("pair",), "translation": ("seq2seq",)}
 
 
 @dataclass(frozen=True)
@@ -237,18 +237,8 @@ def _describe(combo: dict[str, Any]) -> str:
 
 
 def _check_compatibility(cells: list[Cell], problems: list[Problem]) -> None:
-    reported = set()
     for cell in cells:
-        c = cell.config
-        task = DATASETS[c.dataset].task
-        allowed = ARCHITECTURES_FOR_TASK[task]
-        if c.architecture not in allowed and (c.dataset, c.architecture) not in reported:
-            reported.add((c.dataset, c.architecture))
-            problems.append((
-                "grid.architecture",
-                f"'{c.architecture}' cannot run {task}-task dataset '{c.dataset}' (expected {' or '.join(allowed)}); "
-                f"drop it with `exclude: [{{dataset: {c.dataset}, architecture: {c.architecture}}}]`",
-            ))
+        problems += incompatibilities(cell.config)  # repeated reasons are deduplicated by the caller
 
 
 def _check_datasets(cells: list[Cell], data_dir: Path, listed: list[str], problems: list[Problem]) -> None:

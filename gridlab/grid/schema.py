@@ -59,6 +59,8 @@ class ModelConfig(Strict):
     cnn_variant: Literal["jain_wallace", "serrano_smith"] = "jain_wallace"
     embeddings: str | None = Field(None, description="null (trained from scratch), 'word2vec', or a vectors file")
     dropout: float = Field(0.0, ge=0, lt=1)
+    transformer_layers: int = Field(2, ge=1, description="Meister et al.: 2")
+    transformer_heads: int = Field(1, ge=1, description="Meister et al.: 1")
 
 
 class CellConfig(Strict):

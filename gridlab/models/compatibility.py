@@ -1,0 +1,38 @@
+"""Which cell configurations the model zoo can build, checked by `gridlab validate` before anything runs
+(so an impossible combination is a config error, never a crash in the middle of a grid). No torch here:
+validation stays fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gridlab.data.catalog import DATASETS
+from gridlab.grid.schema import CellConfig
+
+ARCHITECTURES_FOR_TASK = {"single": ("flat", "han"), "pair": ("pair",), "translation": ("seq2seq",)}
+SEQ2SEQ_ENCODERS = ("gru",)
+
+
+def incompatibilities(config: CellConfig) -> list[tuple[str, str]]:
+    """(where, what) for every reason this cell cannot be built; empty when it can."""
+    problems = []
+    task = DATASETS[config.dataset].task
+    allowed = ARCHITECTURES_FOR_TASK[task]
+    if config.architecture not in allowed:
+        problems.append((
+            "grid.architecture",
+            f"'{config.architecture}' cannot run {task}-task dataset '{config.dataset}' (expected "
+            f"{' or '.join(allowed)}); drop it with `exclude: [{{dataset: {config.dataset}, "
+            f"architecture: {config.architecture}}}]`",
+        ))
+    if config.architecture == "seq2seq" and config.encoder not in SEQ2SEQ_ENCODERS:
+        problems.append(("grid.encoder", f"the translation model has a BiGRU encoder, not '{config.encoder}' "
+                                         f"(expected {', '.join(SEQ2SEQ_ENCODERS)} for dataset '{config.dataset}')"))
+    model = config.model
+    if config.encoder == "transformer" and model.hidden_size % model.transformer_heads:
+        problems.append(("model.hidden_size", f"{model.hidden_size} is not divisible by "
+                                              f"model.transformer_heads = {model.transformer_heads}"))
+    if model.embeddings not in (None, "word2vec") and not Path(model.embeddings).is_file():
+        problems.append(("model.embeddings", f"no word-vector file at {model.embeddings} "
+                                             "(expected null, 'word2vec' or a vectors file)"))
+    return problems

@@ -1,0 +1,58 @@
+"""One resolved cell config + its prepared dataset -> the model, seeded so the same cell gives bitwise
+identical parameters.
+
+    >>> model = build_model(cell.config, data)
+    >>> logits = model(batch)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from gridlab.data.prepare import PreparedDataset
+from gridlab.grid.schema import CellConfig
+from gridlab.models.attention import AttentionSpec
+from gridlab.models.classifier import FlatClassifier, HierarchicalClassifier, PairClassifier, Sizes
+from gridlab.models.compatibility import incompatibilities
+from gridlab.models.embeddings import initial_embeddings
+from gridlab.models.encoders import build_encoder
+from gridlab.models.seq2seq import Seq2Seq
+
+
+def attention_spec(config: CellConfig) -> AttentionSpec:
+    return AttentionSpec(config.attention, config.projection, config.projection_lambda, config.attention_mode)
+
+
+def build_model(config: CellConfig, data: PreparedDataset) -> nn.Module:
+    problems = incompatibilities(config)
+    if problems:
+        raise ValueError("; ".join(f"{where}: {what}" for where, what in problems))
+    torch.manual_seed(config.seed)
+    model = _architecture(config, data)
+    if config.model.embeddings is not None:
+        train_tokens = data.splits["train"].column("tokens").to_pylist()
+        weights = initial_embeddings(config.model.embeddings, data.vocab, config.model.embedding_dim,
+                                     train_tokens, config.seed)
+        model.embedding.weight.data.copy_(weights)
+    return model
+
+
+def _architecture(config: CellConfig, data: PreparedDataset) -> nn.Module:
+    m = config.model
+    spec = attention_spec(config)
+    if config.architecture == "seq2seq":
+        return Seq2Seq(len(data.vocab), len(data.target_vocab), m.embedding_dim, m.hidden_size, spec,
+                       m.attention_size, m.dropout)
+
+    def encoder(input_dim: int):
+        return build_encoder(config.encoder, input_dim, m.hidden_size, m.cnn_variant,
+                             m.transformer_layers, m.transformer_heads)
+
+    sizes = Sizes(len(data.vocab), m.embedding_dim, len(data.label_names), m.attention_size, m.dropout)
+    if config.architecture == "flat":
+        return FlatClassifier(sizes, encoder(m.embedding_dim), spec)
+    if config.architecture == "pair":
+        return PairClassifier(sizes, encoder(m.embedding_dim), encoder(m.embedding_dim), spec)
+    words = encoder(m.embedding_dim)
+    return HierarchicalClassifier(sizes, words, encoder(words.output_dim), spec)

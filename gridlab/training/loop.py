@@ -1,0 +1,119 @@
+"""Training one cell's classifier in plain torch: the loop that the Ray Tune trainable wraps.
+
+    >>> result = fit(model, data, config, device=torch.device("cpu"))
+    >>> result.best_epoch, result.history[-1].dev["accuracy"]
+
+Adam (AMSGrad by default) with weight decay on every parameter except attention's (J&W), gradient-norm
+clipping, early stopping on dev accuracy with `patience`, the best epoch's weights kept. The model is
+selected on dev only; test metrics are computed once, by the caller, on the selected weights. A NaN or
+infinite loss stops training with `NonFiniteLoss` rather than training on garbage.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import torch
+from torch import nn
+
+from gridlab.data.batching import iterate_batches
+from gridlab.data.prepare import PreparedDataset
+from gridlab.errors import GridlabError
+from gridlab.grid.schema import CellConfig, TrainConfig
+
+
+class NonFiniteLoss(GridlabError):
+    """The training loss became NaN or infinite."""
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    epoch: int
+    train_loss: float
+    dev: dict[str, float]
+
+
+@dataclass
+class FitResult:
+    best_state: dict[str, torch.Tensor]
+    best_epoch: int
+    history: list[EpochRecord] = field(default_factory=list)
+
+
+def hierarchical(model: nn.Module) -> bool:
+    return hasattr(model, "word_attention")
+
+
+def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimizer:
+    exempt = model.attention_parameter_names() if hasattr(model, "attention_parameter_names") else set()
+    decayed = [p for n, p in model.named_parameters() if n not in exempt]
+    undecayed = [p for n, p in model.named_parameters() if n in exempt]
+    groups = [{"params": decayed, "weight_decay": train.weight_decay}, {"params": undecayed, "weight_decay": 0.0}]
+    return torch.optim.Adam(groups, lr=train.lr, amsgrad=train.amsgrad)
+
+
+def train_epoch(model: nn.Module, table: pa.Table, train: TrainConfig, optimizer: torch.optim.Optimizer,
+                device: torch.device, epoch_seed: int) -> float:
+    model.train()
+    losses = []
+    for batch in iterate_batches(table, train.batch_size, shuffle=True, seed=epoch_seed,
+                                 sentences=hierarchical(model), limit=train.max_train):
+        batch = batch.to(device)
+        loss = nn.functional.cross_entropy(model(batch), batch.labels)
+        if not torch.isfinite(loss):
+            raise NonFiniteLoss(f"training loss became {loss.item()} (epoch seed {epoch_seed})")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if train.clip_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), train.clip_norm)
+        optimizer.step()
+        losses.append(loss.item())
+    return float(np.mean(losses)) if losses else float("nan")
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, table: pa.Table, device: torch.device, batch_size: int = 128) -> dict[str, float]:
+    """Accuracy and mean cross-entropy over a split."""
+    model.eval()
+    correct, total, loss = 0, 0, 0.0
+    for batch in iterate_batches(table, batch_size, sentences=hierarchical(model)):
+        batch = batch.to(device)
+        logits = model(batch)
+        loss += nn.functional.cross_entropy(logits, batch.labels, reduction="sum").item()
+        correct += (logits.argmax(-1) == batch.labels).sum().item()
+        total += batch.size
+    return {"accuracy": correct / max(total, 1), "loss": loss / max(total, 1)}
+
+
+def fit(model: nn.Module, data: PreparedDataset, config: CellConfig, device: torch.device,
+        on_epoch: Callable[[EpochRecord, bool], None] | None = None) -> FitResult:
+    """Train with early stopping on dev accuracy; `on_epoch(record, improved)` after every epoch."""
+    model.to(device)
+    train = config.train
+    optimizer = make_optimizer(model, train)
+    result = FitResult(best_state=_snapshot(model), best_epoch=0)
+    best, waited = -1.0, 0
+    for epoch in range(1, train.epochs + 1):
+        train_loss = train_epoch(model, data.splits["train"], train, optimizer, device, epoch_seed=config.seed * 1000 + epoch)
+        record = EpochRecord(epoch, train_loss, evaluate(model, data.splits["dev"], device))
+        result.history.append(record)
+        improved = record.dev["accuracy"] > best
+        if improved:
+            best, waited = record.dev["accuracy"], 0
+            result.best_state, result.best_epoch = _snapshot(model), epoch
+        else:
+            waited += 1
+        if on_epoch is not None:
+            on_epoch(record, improved)
+        if waited >= train.patience:
+            break
+    model.load_state_dict(result.best_state)
+    return result
+
+
+def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
+    return copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
