@@ -18,6 +18,15 @@ def _data_dir() -> Path:
     return sibling if sibling.is_dir() else REPO / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread() -> None:
+    """The test models are tiny: one thread is fastest, and two threads crawl when the machine is busy.
+    (The product sets its own thread count inside each trial and actor.)"""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The folder of real public datasets (CI sets GRIDLAB_DATA=../shared/data)."""

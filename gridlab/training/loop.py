@@ -1,10 +1,11 @@
-"""Training one cell's classifier in plain torch: the loop that the Ray Tune trainable wraps.
+"""Training one cell's model in plain torch: the loop that the Ray Tune trainable wraps.
 
     >>> result = fit(model, data, config, device=torch.device("cpu"))
     >>> result.best_epoch, result.history[-1].dev["accuracy"]
 
 Adam (AMSGrad by default) with weight decay on every parameter except attention's (J&W), gradient-norm
-clipping, early stopping on dev accuracy with `patience`, the best epoch's weights kept. The model is
+clipping, early stopping with `patience` on the dev selection metric (accuracy for classifiers, BLEU of
+greedy translations for the translation model), the best epoch's weights kept. The model is
 selected on dev only; test metrics are computed once, by the caller, on the selected weights. A NaN or
 infinite loss stops training with `NonFiniteLoss` rather than training on garbage.
 """
@@ -24,6 +25,7 @@ from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.errors import GridlabError
 from gridlab.grid.schema import CellConfig, TrainConfig
+from gridlab.models.seq2seq import Seq2Seq, bleu, sequence_loss
 
 
 class NonFiniteLoss(GridlabError):
@@ -48,6 +50,17 @@ def hierarchical(model: nn.Module) -> bool:
     return hasattr(model, "word_attention")
 
 
+def selection_metric(model: nn.Module) -> str:
+    """The dev metric that picks the best epoch (higher is better)."""
+    return "bleu" if isinstance(model, Seq2Seq) else "accuracy"
+
+
+def batch_loss(model: nn.Module, batch, reduction: str = "mean") -> torch.Tensor:
+    if isinstance(model, Seq2Seq):
+        return sequence_loss(model(batch), batch.target_ids)
+    return nn.functional.cross_entropy(model(batch), batch.labels, reduction=reduction)
+
+
 def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimizer:
     exempt = model.attention_parameter_names() if hasattr(model, "attention_parameter_names") else set()
     decayed = [p for n, p in model.named_parameters() if n not in exempt]
@@ -63,7 +76,7 @@ def train_epoch(model: nn.Module, table: pa.Table, train: TrainConfig, optimizer
     for batch in iterate_batches(table, train.batch_size, shuffle=True, seed=epoch_seed,
                                  sentences=hierarchical(model), limit=train.max_train):
         batch = batch.to(device)
-        loss = nn.functional.cross_entropy(model(batch), batch.labels)
+        loss = batch_loss(model, batch)
         if not torch.isfinite(loss):
             raise NonFiniteLoss(f"training loss became {loss.item()} (epoch seed {epoch_seed})")
         optimizer.zero_grad(set_to_none=True)
@@ -76,9 +89,13 @@ def train_epoch(model: nn.Module, table: pa.Table, train: TrainConfig, optimizer
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, table: pa.Table, device: torch.device, batch_size: int = 128) -> dict[str, float]:
-    """Accuracy and mean cross-entropy over a split."""
+def evaluate(model: nn.Module, table: pa.Table, device: torch.device, batch_size: int = 128,
+             target_vocab=None) -> dict[str, float]:
+    """Accuracy and mean cross-entropy over a split; BLEU and token-level loss for translation."""
     model.eval()
+    if isinstance(model, Seq2Seq):
+        losses = [batch_loss(model, b.to(device)).item() for b in iterate_batches(table, batch_size)]
+        return {"bleu": bleu(model, table, target_vocab, batch_size=batch_size), "loss": float(np.mean(losses))}
     correct, total, loss = 0, 0, 0.0
     for batch in iterate_batches(table, batch_size, sentences=hierarchical(model)):
         batch = batch.to(device)
@@ -91,19 +108,20 @@ def evaluate(model: nn.Module, table: pa.Table, device: torch.device, batch_size
 
 def fit(model: nn.Module, data: PreparedDataset, config: CellConfig, device: torch.device,
         on_epoch: Callable[[EpochRecord, bool], None] | None = None) -> FitResult:
-    """Train with early stopping on dev accuracy; `on_epoch(record, improved)` after every epoch."""
+    """Train with early stopping on the dev selection metric; `on_epoch(record, improved)` after each epoch."""
     model.to(device)
     train = config.train
     optimizer = make_optimizer(model, train)
     result = FitResult(best_state=_snapshot(model), best_epoch=0)
-    best, waited = -1.0, 0
+    metric = selection_metric(model)
+    best, waited = float("-inf"), 0
     for epoch in range(1, train.epochs + 1):
         train_loss = train_epoch(model, data.splits["train"], train, optimizer, device, epoch_seed=config.seed * 1000 + epoch)
-        record = EpochRecord(epoch, train_loss, evaluate(model, data.splits["dev"], device))
+        record = EpochRecord(epoch, train_loss, evaluate(model, data.splits["dev"], device, target_vocab=data.target_vocab))
         result.history.append(record)
-        improved = record.dev["accuracy"] > best
+        improved = record.dev[metric] > best
         if improved:
-            best, waited = record.dev["accuracy"], 0
+            best, waited = record.dev[metric], 0
             result.best_state, result.best_epoch = _snapshot(model), epoch
         else:
             waited += 1

@@ -182,7 +182,7 @@ def test_synthetic_rationale_decides_the_label(tmp_path: Path):
     data = load_dataset("synthetic", tmp_path, tmp_path / "cache", config)
     assert data.label_names == ("0", "1", "2")
     rng = np.random.default_rng(0)
-    for split, table in data.splits.items():
+    for table in data.splits.values():
         for r in table.to_pylist():
             tokens, mask, label = r["tokens"], r["rationale"], r["label"]
             assert sum(mask) == 3

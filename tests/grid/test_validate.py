@@ -6,7 +6,6 @@ line has the `FILE: path.to.key: what` form, the location and the message, and t
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 

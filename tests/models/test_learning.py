@@ -3,7 +3,6 @@ chance; and training is reproducible bit for bit from the seed."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -57,3 +56,16 @@ def test_attention_parameters_are_exempt_from_weight_decay(synthetic):
     decayed, undecayed = make_optimizer(model, config.train).param_groups
     assert decayed["weight_decay"] == 0.1 and undecayed["weight_decay"] == 0.0
     assert {id(p) for p in undecayed["params"]} == {id(p) for n, p in model.named_parameters() if n in exempt}
+
+
+@pytest.mark.slow
+def test_translation_model_trains_and_is_selected_on_bleu(data_dir: Path, tmp_path: Path):
+    data = load_dataset("multi30k", data_dir, tmp_path, DataConfig())
+    data = dataclasses.replace(data, splits={**data.splits, "dev": data.splits["dev"].slice(0, 64)})
+    config = CellConfig(dataset="multi30k", encoder="gru", architecture="seq2seq", model=SMALL,
+                        train=TrainConfig(epochs=2, batch_size=32, max_train=256, patience=1))
+    model = build_model(config, data)
+    result = fit(model, data, config, CPU)
+    assert [set(r.dev) for r in result.history] == [{"bleu", "loss"}] * len(result.history)
+    assert all(0.0 <= r.dev["bleu"] <= 100.0 for r in result.history)
+    assert result.history[result.best_epoch - 1].dev["bleu"] == max(r.dev["bleu"] for r in result.history)

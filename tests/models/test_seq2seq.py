@@ -3,7 +3,6 @@ mode or override, padding never changes an instance, it learns a small task, and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,15 +26,7 @@ PAIRS = [
     ([7, 7, 8, 19, 5], [4, 5, 6, 7, 8, 9, 10]),
 ]
 ALIGNMENTS = ["additive", "dot"]
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """These models are tiny: one thread is fastest, and spinning OpenMP threads crawl on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+PROJECTIONS = ["softmax", "sparsemax", "entmax15", "sparsegen"]
 
 
 def make_batch(pairs: list[tuple[list[int], list[int]]]) -> Batch:
@@ -46,7 +37,8 @@ def make_batch(pairs: list[tuple[list[int], list[int]]]) -> Batch:
 def make_model(alignment: str = "additive", projection: str = "softmax", seed: int = 0) -> Seq2Seq:
     torch.manual_seed(seed)
     model = Seq2Seq(SOURCE_VOCAB, TARGET_VOCAB, embedding_dim=8, hidden=16,
-                    attention=AttentionSpec(alignment, projection), attention_size=12)
+                    attention=AttentionSpec(alignment, projection, 0.3 if projection == "sparsegen" else None),
+                    attention_size=12)
     return model.eval()
 
 
@@ -79,7 +71,7 @@ def test_forward_is_encode_attend_decode_step_with_teacher_forcing(alignment: st
     assert torch.equal(model.last_alphas, torch.stack(alphas, dim=1))
 
 
-@pytest.mark.parametrize("projection", ["softmax", "sparsemax", "entmax15"])
+@pytest.mark.parametrize("projection", PROJECTIONS)
 @pytest.mark.parametrize("alignment", ALIGNMENTS)
 def test_every_step_attends_only_to_source_tokens(alignment: str, projection: str):
     model, batch = make_model(alignment, projection), make_batch(PAIRS)
@@ -131,7 +123,7 @@ def test_permuting_override_changes_outputs_but_keeps_weights_on_the_simplex():
     assert torch.equal(model(batch), learned)
 
 
-@pytest.mark.parametrize("projection", ["softmax", "sparsemax"])
+@pytest.mark.parametrize("projection", PROJECTIONS)
 @pytest.mark.parametrize("alignment", ALIGNMENTS)
 def test_padding_never_changes_an_instance(alignment: str, projection: str):
     model, batch = make_model(alignment, projection), make_batch(PAIRS)
