@@ -3,6 +3,8 @@ chance; and training is reproducible bit for bit from the seed."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
