@@ -18,6 +18,17 @@ def _data_dir() -> Path:
     return sibling if sibling.is_dir() else REPO / "data"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`gpu` tests need CUDA; on a machine without it they are reported as skipped, with the reason."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason="no CUDA device on this machine"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def one_torch_thread() -> None:
     """The test models are tiny: one thread is fastest, and two threads crawl when the machine is busy.

@@ -102,6 +102,12 @@ BAD_GRIDS = [
     ("instances-zero", edited(instances=0), "instances", "greater than or equal to 1"),
     ("section-as-value", edited(grid__train=[1]), "grid", "'train' is a section, not a value"),
     ("missing-grid", edited(grid=DELETE), "grid", "missing (required)"),
+    ("seq2seq-needs-bigru", edited(grid__dataset=["multi30k"], grid__architecture=["seq2seq"], grid__encoder=["lstm"]),
+     "grid.encoder", "the translation model has a BiGRU encoder, not 'lstm'"),
+    ("embeddings-file-missing", edited(model={"embeddings": "glove.missing.txt"}), "model.embeddings",
+     "no word-vector file at glove.missing.txt"),
+    ("transformer-heads", edited(grid__encoder=["transformer"], model={"hidden_size": 10, "transformer_heads": 3}),
+     "model.hidden_size", "not divisible by model.transformer_heads = 3"),
     ("synthetic-inconsistent", edited(grid__dataset=["synthetic"], data={"synthetic": {"planted": 1, "distractors": 1}}),
      "data.synthetic", "distractors must be fewer than planted"),
 ]
