@@ -13,6 +13,7 @@ infinite loss stops training with `NonFiniteLoss` rather than training on garbag
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -106,31 +107,78 @@ def evaluate(model: nn.Module, table: pa.Table, device: torch.device, batch_size
     return {"accuracy": correct / max(total, 1), "loss": loss / max(total, 1)}
 
 
+class Trainer:
+    """The early-stopping loop as a resumable object: `state_dict()` after any epoch is everything needed to
+    continue from there (a Tune checkpoint), so a killed trial loses at most the epoch in flight."""
+
+    def __init__(self, model: nn.Module, data: PreparedDataset, config: CellConfig, device: torch.device):
+        self.model = model.to(device)
+        self.data = data
+        self.config = config
+        self.device = device
+        self.optimizer = make_optimizer(model, config.train)
+        self.metric = selection_metric(model)
+        self.epoch = 0
+        self.best = float("-inf")
+        self.waited = 0
+        self.result = FitResult(best_state=_snapshot(model), best_epoch=0)
+
+    @property
+    def finished(self) -> bool:
+        return self.epoch >= self.config.train.epochs or self.waited >= self.config.train.patience
+
+    def run_epoch(self) -> tuple[EpochRecord, bool]:
+        """One epoch of training and the dev evaluation; returns the record and whether dev improved."""
+        self.epoch += 1
+        train_loss = train_epoch(self.model, self.data.splits["train"], self.config.train, self.optimizer,
+                                 self.device, epoch_seed=self.config.seed * 1000 + self.epoch)
+        dev = evaluate(self.model, self.data.splits["dev"], self.device, target_vocab=self.data.target_vocab)
+        record = EpochRecord(self.epoch, train_loss, dev)
+        self.result.history.append(record)
+        improved = dev[self.metric] > self.best
+        if improved:
+            self.best, self.waited = dev[self.metric], 0
+            self.result.best_state, self.result.best_epoch = _snapshot(self.model), self.epoch
+        else:
+            self.waited += 1
+        return record, improved
+
+    def state_dict(self) -> dict:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "epoch": self.epoch,
+            "best": self.best,
+            "waited": self.waited,
+            "best_state": self.result.best_state,
+            "best_epoch": self.result.best_epoch,
+            "history": [dataclasses.asdict(r) for r in self.result.history],
+            "rng": torch.get_rng_state(),  # dropout and random attention continue the same stream
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.epoch, self.best, self.waited = state["epoch"], state["best"], state["waited"]
+        torch.set_rng_state(state["rng"])
+        history = [EpochRecord(**r) for r in state["history"]]
+        self.result = FitResult(state["best_state"], state["best_epoch"], history)
+
+    def select_best(self) -> FitResult:
+        """Load the best epoch's weights (chosen on dev only) into the model."""
+        self.model.load_state_dict(self.result.best_state)
+        return self.result
+
+
 def fit(model: nn.Module, data: PreparedDataset, config: CellConfig, device: torch.device,
         on_epoch: Callable[[EpochRecord, bool], None] | None = None) -> FitResult:
     """Train with early stopping on the dev selection metric; `on_epoch(record, improved)` after each epoch."""
-    model.to(device)
-    train = config.train
-    optimizer = make_optimizer(model, train)
-    result = FitResult(best_state=_snapshot(model), best_epoch=0)
-    metric = selection_metric(model)
-    best, waited = float("-inf"), 0
-    for epoch in range(1, train.epochs + 1):
-        train_loss = train_epoch(model, data.splits["train"], train, optimizer, device, epoch_seed=config.seed * 1000 + epoch)
-        record = EpochRecord(epoch, train_loss, evaluate(model, data.splits["dev"], device, target_vocab=data.target_vocab))
-        result.history.append(record)
-        improved = record.dev[metric] > best
-        if improved:
-            best, waited = record.dev[metric], 0
-            result.best_state, result.best_epoch = _snapshot(model), epoch
-        else:
-            waited += 1
+    trainer = Trainer(model, data, config, device)
+    while not trainer.finished:
+        record, improved = trainer.run_epoch()
         if on_epoch is not None:
             on_epoch(record, improved)
-        if waited >= train.patience:
-            break
-    model.load_state_dict(result.best_state)
-    return result
+    return trainer.select_best()
 
 
 def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -71,3 +71,25 @@ def test_translation_model_trains_and_is_selected_on_bleu(data_dir: Path, tmp_pa
     assert [set(r.dev) for r in result.history] == [{"bleu", "loss"}] * len(result.history)
     assert all(0.0 <= r.dev["bleu"] <= 100.0 for r in result.history)
     assert result.history[result.best_epoch - 1].dev["bleu"] == max(r.dev["bleu"] for r in result.history)
+
+
+def test_resuming_from_a_trainer_checkpoint_equals_training_straight_through(synthetic, tmp_path: Path):
+    from gridlab.training.loop import Trainer
+
+    config = CellConfig(dataset="synthetic", encoder="gru", model=SMALL, attention_mode="random",
+                        train=TrainConfig(epochs=3, batch_size=64, max_train=512))
+    straight = Trainer(build_model(config, synthetic), synthetic, config, CPU)
+    while not straight.finished:
+        straight.run_epoch()
+
+    first = Trainer(build_model(config, synthetic), synthetic, config, CPU)
+    first.run_epoch()
+    torch.save(first.state_dict(), tmp_path / "trainer.pt")
+    resumed = Trainer(build_model(config.model_copy(update={"seed": 99}), synthetic), synthetic, config, CPU)
+    resumed.load_state_dict(torch.load(tmp_path / "trainer.pt", weights_only=False))
+    while not resumed.finished:
+        resumed.run_epoch()
+    assert resumed.epoch == straight.epoch == 3
+    assert [r.dev for r in resumed.result.history] == [r.dev for r in straight.result.history]
+    assert all(torch.equal(a, b) for a, b in zip(resumed.model.state_dict().values(),
+                                                 straight.model.state_dict().values()))
