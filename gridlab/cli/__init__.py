@@ -10,7 +10,7 @@ from __future__ import annotations
 import typer
 
 from gridlab import __version__
-from gridlab.cli import data_commands, grid_commands
+from gridlab.cli import data_commands, grid_commands, run_commands
 
 app = typer.Typer(
     name="gridlab",
@@ -21,6 +21,8 @@ app = typer.Typer(
 )
 app.command()(grid_commands.validate)
 app.command()(grid_commands.plan)
+app.command()(run_commands.launch)
+app.command()(run_commands.status)
 app.add_typer(data_commands.app, name="data")
 
 

@@ -1,0 +1,44 @@
+"""Process hygiene for Ray, MLflow and torch, set once in the driver and again in every trial and actor.
+
+Ray 2.60 and MLflow 3.17 phone home by default, and a local Ray enables login tokens that other processes
+must then share; torch keeps the thread count of a reused Ray worker. These helpers pin all of that so a
+grid behaves the same on a laptop, in CI and on a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+
+QUIET_DEFAULTS = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
+    "RAY_AIR_NEW_OUTPUT": "0",  # Tune's own progress tables: gridlab prints its own progress
+}
+# A local Ray started by gridlab has no login token; a cluster the user joins keeps whatever mode it has.
+LOCAL_AUTH_MODE = {"RAY_AUTH_MODE": "disabled"}
+
+
+def quiet_environment(local_ray: bool) -> None:
+    """Set the defaults above unless the user set them; child processes (Ray workers) inherit them."""
+    for key, value in {**QUIET_DEFAULTS, **(LOCAL_AUTH_MODE if local_ray else {})}.items():
+        os.environ.setdefault(key, value)
+
+
+def set_torch_threads(cpus: float) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, int(cpus)))
+
+
+def pick_device(requested: str, gpus: float):
+    """`auto`: CUDA when this trial or actor was given a GPU share and CUDA works, else CPU."""
+    import torch
+
+    if requested == "cpu" or (requested == "auto" and (gpus <= 0 or not torch.cuda.is_available())):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        from gridlab.errors import GridlabError
+
+        raise GridlabError("device: cuda was requested but this worker has no usable CUDA device")
+    return torch.device("cuda")

@@ -1,0 +1,1 @@
+"""Training cells as Ray Tune trials; the only package that imports ray.tune."""

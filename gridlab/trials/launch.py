@@ -1,0 +1,149 @@
+"""`gridlab launch`: train every cell of a grid that is not trained yet, as one Ray Tune trial each.
+
+    >>> report = launch(expanded, force=[], address=None, emit=print)
+
+Cells already in the model store are skipped, so adding values to an axis trains only the new cells. Each
+launch is one Tune experiment under `results_dir/<grid>/tune/launch-NNN`; a marker file says whether it
+finished. A driver killed mid-grid leaves an unfinished experiment, which the next launch restores first
+(`Tuner.restore`, unfinished trials continue from their last epoch checkpoint) before it starts a new
+experiment for whatever is still untrained.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ray import tune
+
+from gridlab.checkpoints import ModelStore
+from gridlab.errors import GridlabError
+from gridlab.grid.expand import Cell, ExpandedGrid
+from gridlab.grid.suggest import unknown
+from gridlab.tracking.runs import Tracker
+from gridlab.trials.progress import GridProgress
+from gridlab.trials.ray_session import ray_session
+from gridlab.trials.trainable import cell_id_of, train_cell, trial_params
+
+MARKER = "gridlab-launch.json"
+
+
+@dataclass(frozen=True)
+class LaunchReport:
+    trained: list[str]
+    failed: dict[str, str]
+    skipped: int
+
+
+def tracking_uri(grid: ExpandedGrid) -> str:
+    return grid.spec.tracking_uri or f"sqlite:///{(grid.spec.results_dir / 'mlflow.db').resolve()}"
+
+
+def tracker_for(grid: ExpandedGrid) -> Tracker:
+    artifact_root = None if grid.spec.tracking_uri else grid.spec.results_dir / "mlartifacts"
+    return Tracker(tracking_uri(grid), grid.spec.name, artifact_root)
+
+
+def cells_to_train(grid: ExpandedGrid, force: list[str]) -> list[Cell]:
+    ids = {c.id for c in grid.cells}
+    for cell_id in force:
+        if cell_id not in ids:
+            raise GridlabError(unknown("cell id", cell_id, sorted(ids)) + " (see `gridlab plan`)")
+    store = ModelStore(grid.results_dir)
+    return [c for c in grid.cells if c.id in force or store.cell(c.id).state() != "trained"]
+
+
+def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None]) -> LaunchReport:
+    pending = cells_to_train(grid, force)
+    if not pending:
+        emit(f"nothing to train: all {len(grid.cells)} cells of {grid.spec.name} are trained")
+        return LaunchReport([], {}, len(grid.cells))
+    emit(f"{grid.spec.name}: {len(pending)} of {len(grid.cells)} cells to train; results in {grid.results_dir}/, "
+         f"MLflow at {tracking_uri(grid)}")
+    grid.results_dir.mkdir(parents=True, exist_ok=True)
+    tune_root = (grid.results_dir / "tune").resolve()
+    tracker = tracker_for(grid)
+    store = ModelStore(grid.results_dir)
+    with ray_session(address if address is not None else grid.spec.ray.address):
+        for experiment in _unfinished(tune_root):
+            emit(f"resuming the interrupted launch {experiment.name}")
+            tune.Tuner.restore(str(experiment), trainable=_trainable(grid), resume_unfinished=True,
+                               resume_errored=False).fit()
+            _mark_finished(experiment)
+        remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
+        if remaining:
+            _run(grid, remaining, tune_root, tracker, emit, already=len(grid.cells) - len(pending))
+    states = {c.id: store.cell(c.id) for c in pending}
+    return LaunchReport(
+        trained=[i for i, s in states.items() if s.state() == "trained"],
+        failed={i: s.failure_reason() or "" for i, s in states.items() if s.state() == "failed"},
+        skipped=len(grid.cells) - len(pending),
+    )
+
+
+def _trainable(grid: ExpandedGrid):
+    resources = grid.spec.resources.train
+    return tune.with_resources(train_cell, {"cpu": resources.cpu, "gpu": resources.gpu})
+
+
+def _run(grid: ExpandedGrid, cells: list[Cell], tune_root: Path, tracker: Tracker,
+         emit: Callable[[str], None], already: int) -> None:
+    resources = grid.spec.resources.train
+    cache_dir = grid.spec.results_dir / "cache"
+    params = [trial_params(c.id, c.config, grid.data_dir, cache_dir, grid.spec.device, resources.cpu, resources.gpu)
+              for c in cells]
+    parent = tracker.start_launch(len(cells))
+    progress = GridProgress(grid.spec.name, grid.results_dir.resolve(), tracker, parent,
+                            {c.id: c.config.model_dump(mode="json") for c in cells}, already, emit)
+    name = _next_name(tune_root)
+    tune_root.mkdir(parents=True, exist_ok=True)
+    tuner = tune.Tuner(
+        _trainable(grid),
+        param_space={"trial": tune.grid_search(params)},
+        tune_config=tune.TuneConfig(trial_name_creator=_trial_name, trial_dirname_creator=_trial_name),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=str(tune_root),
+            callbacks=[progress],
+            verbose=0,
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+            failure_config=tune.FailureConfig(max_failures=2),  # a lost worker resumes from its checkpoint
+        ),
+    )
+    (tune_root / name).mkdir(parents=True, exist_ok=True)
+    _write_marker(tune_root / name, finished=False, cells=[c.id for c in cells])
+    tuner.fit()
+    _mark_finished(tune_root / name)
+    counts = progress.counts()
+    tracker.end_launch(parent, counts["trained"] - already, counts["failed"])
+
+
+def _trial_name(trial) -> str:
+    return cell_id_of(trial)
+
+
+def _next_name(tune_root: Path) -> str:
+    existing = sorted(tune_root.glob("launch-*")) if tune_root.is_dir() else []
+    return f"launch-{len(existing) + 1:03d}"
+
+
+def _unfinished(tune_root: Path) -> list[Path]:
+    if not tune_root.is_dir():
+        return []
+    return [p for p in sorted(tune_root.glob("launch-*"))
+            if (p / MARKER).is_file() and not json.loads((p / MARKER).read_text())["finished"]
+            and tune.Tuner.can_restore(str(p))]
+
+
+def _write_marker(folder: Path, finished: bool, cells: list[str]) -> None:
+    tmp = folder / f".{MARKER}.tmp"
+    tmp.write_text(json.dumps({"finished": finished, "cells": cells}))
+    os.replace(tmp, folder / MARKER)
+
+
+def _mark_finished(folder: Path) -> None:
+    marker = json.loads((folder / MARKER).read_text())
+    _write_marker(folder, finished=True, cells=marker["cells"])

@@ -1,0 +1,117 @@
+"""The driver's side of training: publish finished cells to the model store and MLflow, record failures,
+and print progress a person can follow (cells done / running / failed / pending, elapsed time)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ray import tune
+
+from gridlab.checkpoints import ModelStore
+from gridlab.tracking.runs import Tracker, flatten
+from gridlab.trials.trainable import FINAL_FILES, cell_id_of
+
+TAG_KEYS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
+
+
+class GridProgress(tune.Callback):
+    """A Tune callback; it is saved with the experiment, so it holds only plain data and a Tracker."""
+
+    def __init__(self, grid: str, store_root: Path, tracker: Tracker, parent_run: str,
+                 cells: dict[str, dict[str, Any]], already_trained: int, emit: Callable[[str], None]):
+        self.grid = grid
+        self.store_root = store_root
+        self.tracker = tracker
+        self.parent_run = parent_run
+        self.cells = cells  # cell id -> resolved config (JSON)
+        self.already_trained = already_trained
+        self.emit = emit
+        self.status = {cell_id: "pending" for cell_id in cells}
+        self.runs: dict[str, str] = {}
+        self.started = time.monotonic()
+
+    def __setstate__(self, state: dict) -> None:  # a restored experiment counts time from its restart
+        self.__dict__.update(state)
+        self.started = time.monotonic()
+
+    # Tune hooks ------------------------------------------------------------------------------------
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        cell_id = cell_id_of(trial)
+        self.runs[cell_id] = self._run_for(cell_id)
+        self._set(cell_id, "running", "started")
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        cell_id = cell_id_of(trial)
+        if result.get("final") or result.get("failed") or "epoch" not in result:
+            return
+        metrics = {k: v for k, v in result.items() if k in ("train_loss",) or k.startswith("dev_")}
+        self.tracker.log_epoch(self._run_for(cell_id), int(result["epoch"]), metrics)
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        cell_id = cell_id_of(trial)
+        result = trial.last_result or {}
+        if result.get("failed"):
+            self._fail(cell_id, result["failure_reason"])
+            return
+        with trial.checkpoint.as_directory() as folder:
+            published = self._publish(cell_id, Path(folder))
+        final = {k: v for k, v in result.items() if k.startswith(("test_", "best_")) or k == "epochs_trained"}
+        self.tracker.finish_cell(self._run_for(cell_id), final, published)
+        summary = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k.startswith("test_"))
+        self._set(cell_id, "trained", f"{summary} (best epoch {result.get('best_epoch')})")
+
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        cell_id = cell_id_of(trial)
+        self._fail(cell_id, _last_error_line(trial))
+
+    # ------------------------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        values = list(self.status.values())
+        return {"trained": self.already_trained + values.count("trained"), "running": values.count("running"),
+                "failed": values.count("failed"), "pending": values.count("pending")}
+
+    def _run_for(self, cell_id: str) -> str:
+        if cell_id not in self.runs:
+            config = self.cells[cell_id]
+            tags = {"grid": self.grid, **{k: str(config[k]) for k in TAG_KEYS}}
+            self.runs[cell_id] = self.tracker.cell_run(cell_id, {"cell_id": cell_id, **flatten(config)}, tags,
+                                                       self.parent_run)
+        return self.runs[cell_id]
+
+    def _publish(self, cell_id: str, folder: Path) -> Path:
+        store = ModelStore(self.store_root)
+        with tempfile.TemporaryDirectory() as tmp:
+            staged = Path(tmp)
+            for name in FINAL_FILES:
+                shutil.copyfile(folder / name, staged / name)
+            return store.publish(cell_id, staged, {"tracking.json": {"mlflow_run_id": self._run_for(cell_id),
+                                                                     "tracking_uri": self.tracker.tracking_uri}}).path
+
+    def _fail(self, cell_id: str, reason: str) -> None:
+        ModelStore(self.store_root).write_failure(cell_id, reason, self.cells[cell_id])
+        self.tracker.fail_cell(self._run_for(cell_id), reason)
+        self._set(cell_id, "failed", reason)
+
+    def _set(self, cell_id: str, status: str, detail: str) -> None:
+        self.status[cell_id] = status
+        config = self.cells[cell_id]
+        what = f"{config['dataset']}/{config['encoder']}/{config['attention']}/seed {config['seed']}"
+        c = self.counts()
+        elapsed = time.monotonic() - self.started
+        self.emit(f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {cell_id} {what}: {status}: {detail} | "
+                  f"{c['trained']} trained, {c['running']} running, {c['failed']} failed, {c['pending']} pending")
+
+
+def _last_error_line(trial) -> str:
+    """The exception line of the trial's error file (the traceback stays in the file)."""
+    path = getattr(trial, "error_file", None)
+    if path and Path(path).is_file():
+        lines = [line for line in Path(path).read_text().splitlines() if line.strip()]
+        if lines:
+            return lines[-1].strip()
+    return "the trial failed without an error message (see the Tune experiment folder)"

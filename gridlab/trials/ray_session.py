@@ -1,0 +1,58 @@
+"""Starting a local Ray or joining a cluster, with a timeout on every connect.
+
+A local Ray binds to 127.0.0.2 by default: a loopback address that Ray does not rewrite to the machine's
+public interface (it does rewrite 127.0.0.1), so nothing is exposed beyond this machine. Set
+GRIDLAB_RAY_NODE_IP to change it. Joining (`auto`, `ray://host:10001`, `host:port`) keeps the cluster's
+own settings; a connection that does not come up in `timeout_s` (a login-token mismatch can hang for
+minutes) is a clear error instead of a silent wait.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import ray
+
+from gridlab.errors import GridlabError
+from gridlab.runtime import quiet_environment
+
+LOCAL_NODE_IP = "127.0.0.2"
+CONNECT_TIMEOUT_S = 60.0
+
+
+@contextmanager
+def ray_session(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[None]:
+    """Ray for the duration of a command; a Ray this process did not start is left running."""
+    if ray.is_initialized():
+        yield
+        return
+    local = address in (None, "local")
+    quiet_environment(local_ray=local)
+    kwargs = ({"num_cpus": os.cpu_count(), "include_dashboard": False,
+               "_node_ip_address": os.environ.get("GRIDLAB_RAY_NODE_IP", LOCAL_NODE_IP)}
+              if local else {"address": address})
+    _init_with_timeout(kwargs, timeout_s, address or "a local Ray")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _init_with_timeout(kwargs: dict, timeout_s: float, target: str) -> None:
+    """Joining is first tried in a child process with a deadline (ray.init itself has none and hangs on a
+    token mismatch); only a cluster that answered is joined in this process."""
+    if "address" in kwargs:
+        probe = f"import ray; ray.init(address={kwargs['address']!r}, logging_level='error'); ray.shutdown()"
+        try:
+            subprocess.run([sys.executable, "-c", probe], check=True, timeout=timeout_s, capture_output=True)
+        except subprocess.TimeoutExpired:
+            raise GridlabError(f"could not connect to {target} within {timeout_s:.0f}s (check the address and "
+                               "that RAY_AUTH_MODE matches the cluster's)") from None
+        except subprocess.CalledProcessError as error:
+            last = (error.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            raise GridlabError(f"could not connect to {target}: {last[0]}") from None
+    ray.init(logging_level="warning", log_to_driver=False, **kwargs)

@@ -1,0 +1,112 @@
+"""The Tune trainable: a plain function of one cell's parameters that trains it and reports every epoch.
+
+    >>> tune.with_resources(train_cell, {"cpu": 1, "gpu": 0})
+
+Each epoch reports the dev metrics together with a checkpoint of the whole training state, so a trial
+whose worker dies, or whose driver is killed, resumes from its last finished epoch (`tune.get_checkpoint`).
+The last report carries the final checkpoint: the best epoch's weights, config, dataset reference,
+history and test metrics, computed once on the selected weights. The driver publishes that folder into
+the model store. A NaN/inf loss is a deterministic failure, not a crash: it is reported as the trial's
+final result with its reason (so Tune does not retry it) and the driver records the cell as failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from ray import tune
+
+from gridlab.data.prepare import PreparedDataset, load_dataset
+from gridlab.grid.schema import CellConfig
+from gridlab.models.factory import build_model
+from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
+from gridlab.training.loop import NonFiniteLoss, Trainer, evaluate
+
+TRAINER_STATE = "trainer.pt"
+FINAL_FILES = ("model.pt", "config.json", "data.json", "history.json", "metrics.json")
+
+
+def trial_params(cell_id: str, config: CellConfig, data_dir: Path, cache_dir: Path, device: str,
+                 cpus: float, gpus: float) -> dict[str, Any]:
+    """Everything a trial needs, as plain JSON-able values (Tune stores them with the experiment)."""
+    return {"cell_id": cell_id, "cell": config.model_dump(mode="json"), "data_dir": str(data_dir.resolve()),
+            "cache_dir": str(cache_dir.resolve()), "device": device, "cpus": cpus, "gpus": gpus}
+
+
+def cell_id_of(trial) -> str:
+    return trial.config["trial"]["cell_id"]
+
+
+def train_cell(config: dict[str, Any]) -> None:
+    params = config["trial"]
+    quiet_environment(local_ray=False)
+    set_torch_threads(params["cpus"])
+    config = CellConfig.model_validate(params["cell"])
+    device = pick_device(params["device"], params["gpus"])
+    data = load_dataset(config.dataset, Path(params["data_dir"]), Path(params["cache_dir"]), config.data)
+    trainer = Trainer(build_model(config, data), data, config, device)
+
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            if (Path(folder) / "metrics.json").is_file():  # finished before the driver could publish it
+                tune.report(json.loads((Path(folder) / "metrics.json").read_text()), checkpoint=checkpoint)
+                return
+            trainer.load_state_dict(torch.load(Path(folder) / TRAINER_STATE, map_location=device, weights_only=False))
+
+    try:
+        while not trainer.finished:
+            record, improved = trainer.run_epoch()
+            metrics = {"epoch": record.epoch, "train_loss": record.train_loss, "improved": improved,
+                       **{f"dev_{k}": v for k, v in record.dev.items()}}
+            with tempfile.TemporaryDirectory() as folder:
+                torch.save(trainer.state_dict(), Path(folder) / TRAINER_STATE)
+                tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
+    except NonFiniteLoss as failure:
+        tune.report({"failed": True, "failure_reason": str(failure), "epoch": trainer.epoch + 1})
+        return
+    _report_final(trainer, data, config, params["cell_id"], device)
+
+
+def _report_final(trainer: Trainer, data: PreparedDataset, config: CellConfig, cell_id: str,
+                  device: torch.device) -> None:
+    result = trainer.select_best()
+    test = evaluate(trainer.model, data.splits["test"], device, target_vocab=data.target_vocab)
+    metric = trainer.metric
+    metrics = {
+        "final": True,
+        "epochs_trained": trainer.epoch,
+        "best_epoch": result.best_epoch,
+        f"best_dev_{metric}": trainer.best,
+        **{f"test_{k}": v for k, v in test.items()},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        torch.save({k: v.cpu() for k, v in trainer.model.state_dict().items()}, folder / "model.pt")
+        files = {
+            "config.json": {"cell_id": cell_id, **config.model_dump(mode="json")},
+            "data.json": _data_reference(data),
+            "history.json": [{"epoch": r.epoch, "train_loss": r.train_loss, **r.dev} for r in result.history],
+            "metrics.json": metrics,
+        }
+        for name, value in files.items():
+            (folder / name).write_text(json.dumps(value, indent=2, sort_keys=True))
+        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
+
+
+def _data_reference(data: PreparedDataset) -> dict[str, Any]:
+    """Enough to reload exactly this vocabulary from the dataset cache, and to notice if it changed."""
+    return {
+        "dataset": data.id,
+        "cache_key": data.cache_key,
+        "derived_splits": data.derived_splits,
+        "label_names": list(data.label_names),
+        "vocab_size": len(data.vocab),
+        "vocab_sha256": hashlib.sha256("\n".join(data.vocab.itos).encode()).hexdigest(),
+        "rows": {split: table.num_rows for split, table in data.splits.items()},
+    }
