@@ -60,7 +60,8 @@ class GridProgress(tune.Callback):
             return
         with trial.checkpoint.as_directory() as folder:
             published = self._publish(cell_id, Path(folder))
-        final = {k: v for k, v in result.items() if k.startswith(("test_", "best_")) or k == "epochs_trained"}
+        final = {k: v for k, v in result.items()
+                 if k.startswith(("test_", "best_")) or k in ("epochs_trained", "resumed_from_epoch")}
         self.tracker.finish_cell(self._run_for(cell_id), final, published)
         summary = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k.startswith("test_"))
         self._set(cell_id, "trained", f"{summary} (best epoch {result.get('best_epoch')})")

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import ray
 import torch
 from ray import tune
 
@@ -52,12 +53,14 @@ def train_cell(config: dict[str, Any]) -> None:
     trainer = Trainer(build_model(config, data), data, config, device)
 
     checkpoint = tune.get_checkpoint()
+    resumed_from = 0
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
             if (Path(folder) / "metrics.json").is_file():  # finished before the driver could publish it
                 tune.report(json.loads((Path(folder) / "metrics.json").read_text()), checkpoint=checkpoint)
                 return
             trainer.load_state_dict(torch.load(Path(folder) / TRAINER_STATE, map_location=device, weights_only=False))
+            resumed_from = trainer.epoch
 
     try:
         while not trainer.finished:
@@ -70,11 +73,11 @@ def train_cell(config: dict[str, Any]) -> None:
     except NonFiniteLoss as failure:
         tune.report({"failed": True, "failure_reason": str(failure), "epoch": trainer.epoch + 1})
         return
-    _report_final(trainer, data, config, params["cell_id"], device)
+    _report_final(trainer, data, config, params["cell_id"], device, resumed_from)
 
 
 def _report_final(trainer: Trainer, data: PreparedDataset, config: CellConfig, cell_id: str,
-                  device: torch.device) -> None:
+                  device: torch.device, resumed_from: int) -> None:
     result = trainer.select_best()
     test = evaluate(trainer.model, data.splits["test"], device, target_vocab=data.target_vocab)
     metric = trainer.metric
@@ -84,6 +87,9 @@ def _report_final(trainer: Trainer, data: PreparedDataset, config: CellConfig, c
         "best_epoch": result.best_epoch,
         f"best_dev_{metric}": trainer.best,
         **{f"test_{k}": v for k, v in test.items()},
+        "resumed_from_epoch": resumed_from,  # 0: trained in one go; k: continued after epoch k's checkpoint
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "device": str(device),
     }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -1,0 +1,39 @@
+"""Ray for the launch tests: one local Ray on loopback for the module, started by the tests themselves."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # cluster_utils nodes stay on 127.0.0.1
+
+TINY_MODEL = {"embedding_dim": 16, "hidden_size": 16, "attention_size": 16}
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.2", logging_level="warning",
+             _temp_dir=str(tmp_path_factory.mktemp("ray")), log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def write_grid(folder: Path, name: str = "g", **settings) -> Path:
+    grid = {"name": name, "results_dir": str(folder / "runs"),
+            "grid": {"dataset": ["sst", "synthetic"], "encoder": ["average", "lstm"], "seed": [0]},
+            "model": TINY_MODEL, "train": {"epochs": 2, "batch_size": 64, "max_train": 256}}
+    grid.update(settings)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(grid, sort_keys=False))
+    return path

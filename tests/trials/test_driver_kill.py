@@ -1,0 +1,84 @@
+"""A driver killed with SIGKILL mid-grid: the next launch resumes the interrupted trials from their last
+epoch checkpoint, trains the rest, never retrains a finished cell, and keeps one MLflow run per cell."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+import pytest
+
+from gridlab.grid.expand import expand
+from gridlab.grid.load import load_grid_file
+
+from .conftest import write_grid
+
+pytestmark = pytest.mark.slow
+
+
+def gridlab(path: Path, env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "gridlab", "launch", str(path)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def checkpoints(experiment: Path) -> dict[str, set[str]]:
+    """cell id -> the files of its latest Tune checkpoint (trainer.pt mid-training, metrics.json at the end)."""
+    found = {}
+    for trial in experiment.iterdir() if experiment.is_dir() else []:
+        saved = sorted(trial.glob("checkpoint_*"))
+        if saved:
+            found[trial.name] = {p.name for p in saved[-1].iterdir()}
+    return found
+
+
+def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, data_dir: Path, monkeypatch):
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    path = write_grid(tmp_path, grid={"dataset": ["sst"], "encoder": ["lstm", "gru"], "seed": [0, 1]},
+                      train={"epochs": 6, "batch_size": 32, "max_train": 1200},
+                      model={"embedding_dim": 32, "hidden_size": 32, "attention_size": 32})
+    cells = expand(load_grid_file(path), str(path)).cells
+    models = tmp_path / "runs" / "g" / "models"
+    experiment = tmp_path / "runs" / "g" / "tune" / "launch-001"
+
+    driver = gridlab(path, env)
+    deadline = time.monotonic() + 300
+    while not any("trainer.pt" in files for files in checkpoints(experiment).values()):
+        assert driver.poll() is None, driver.stdout.read()
+        assert time.monotonic() < deadline, "no epoch checkpoint within 300 s"
+        time.sleep(0.5)
+    os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait()
+    at_kill = checkpoints(experiment)
+    trained_before = {c.id: (models / c.id / "model.pt").stat().st_mtime_ns
+                      for c in cells if (models / c.id / "metrics.json").is_file()}
+    assert len(trained_before) < len(cells), "the driver was killed too late to test anything"
+
+    relaunch = gridlab(path, env)
+    output, _ = relaunch.communicate(timeout=600)
+    assert relaunch.returncode == 0, output
+    assert "resuming the interrupted launch launch-001" in output
+
+    resumed = 0
+    for cell in cells:
+        metrics = json.loads((models / cell.id / "metrics.json").read_text())
+        resumed += metrics["resumed_from_epoch"] >= 1
+        if cell.id in trained_before:
+            assert (models / cell.id / "model.pt").stat().st_mtime_ns == trained_before[cell.id]
+        elif "trainer.pt" in at_kill.get(cell.id, set()):
+            assert metrics["resumed_from_epoch"] >= 1, (cell.id, metrics)  # continued, not from scratch
+        history = json.loads((models / cell.id / "history.json").read_text())
+        assert [h["epoch"] for h in history] == list(range(1, len(history) + 1))
+
+    assert resumed >= 1, "no trial was resumed from a checkpoint"
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}")
+    cell_runs = mlflow.search_runs(experiment_names=["g"], filter_string="tags.`gridlab.kind` = 'cell'")
+    assert sorted(cell_runs["tags.cell_id"]) == sorted(c.id for c in cells)
+    assert set(cell_runs["status"]) == {"FINISHED"}

@@ -1,0 +1,119 @@
+"""`gridlab launch` end to end on a local Ray (2 CPUs): real SST plus synthetic, checkpoints and metrics per
+cell, one MLflow run per cell that filters by params and metrics, relaunch trains nothing, a new seed
+trains only the new cells, a cell forced to NaN is reported failed while the others finish."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mlflow
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from gridlab.cli import app
+from gridlab.grid.expand import expand
+from gridlab.grid.load import load_grid_file
+
+from .conftest import write_grid
+
+pytestmark = pytest.mark.slow
+
+TAGS = ("grid", "cell_id", "dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
+
+
+def launch(path: Path):
+    result = CliRunner().invoke(app, ["launch", str(path)])
+    return result
+
+
+def cells(path: Path):
+    return expand(load_grid_file(path), str(path)).cells
+
+
+def runs(folder: Path, name: str, query: str = ""):
+    mlflow.set_tracking_uri(f"sqlite:///{folder / 'runs' / 'mlflow.db'}")
+    return mlflow.search_runs(experiment_names=[name], filter_string=query, output_format="pandas")
+
+
+def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    path = write_grid(tmp_path)
+    first = launch(path)
+    assert first.exit_code == 0, first.output
+    grid_cells = cells(path)
+    assert len(grid_cells) == 4
+    models = tmp_path / "runs" / "g" / "models"
+    for cell in grid_cells:
+        folder = models / cell.id
+        assert (folder / "model.pt").is_file(), first.output
+        metrics = json.loads((folder / "metrics.json").read_text())
+        assert 0.0 <= metrics["test_accuracy"] <= 1.0 and metrics["best_epoch"] in (1, 2)
+        assert json.loads((folder / "config.json").read_text())["cell_id"] == cell.id
+        history = json.loads((folder / "history.json").read_text())
+        assert [h["epoch"] for h in history] == [1, 2]
+        data = json.loads((folder / "data.json").read_text())
+        assert data["dataset"] == cell.config.dataset and data["vocab_size"] > 4
+    assert "4 trained, 0 running, 0 failed, 0 pending" in first.output
+
+    cell_runs = runs(tmp_path, "g", "tags.`gridlab.kind` = 'cell'")
+    assert sorted(cell_runs["tags.cell_id"]) == sorted(c.id for c in grid_cells)
+    assert set(cell_runs["status"]) == {"FINISHED"}
+    for tag in TAGS:
+        assert cell_runs[f"tags.{tag}"].notna().all(), tag
+    for key in ("params.encoder", "params.train.lr", "params.model.hidden_size", "params.data.min_count"):
+        assert cell_runs[key].notna().all(), key
+    lstm = runs(tmp_path, "g", "params.encoder = 'lstm' and metrics.test_accuracy >= 0")
+    assert sorted(lstm["tags.cell_id"]) == sorted(c.id for c in grid_cells if c.config.encoder == "lstm")
+    one = cell_runs.iloc[0]
+    history = mlflow.MlflowClient().get_metric_history(one["run_id"], "dev_accuracy")
+    assert [m.step for m in history] == [1, 2]
+
+    again = launch(path)
+    assert again.exit_code == 0
+    assert "nothing to train: all 4 cells of g are trained" in again.output
+    mtimes = {c.id: (models / c.id / "model.pt").stat().st_mtime_ns for c in grid_cells}
+
+    # a new seed and a cell forced to produce NaN (Adam with lr 1e30 overflows in two steps)
+    grid = yaml.safe_load(path.read_text())
+    grid["grid"]["seed"] = [0, 1]
+    grid["overrides"] = [{"when": {"dataset": "synthetic", "encoder": "average", "seed": 1},
+                          "set": {"train.lr": 1.0e30, "train.clip_norm": None}}]
+    path.write_text(yaml.safe_dump(grid))
+    third = launch(path)
+    assert third.exit_code == 1, third.output  # a failed cell makes the launch fail, after the others finished
+    assert "8 of 8" not in third.output and "4 of 8 cells to train" in third.output
+    new_cells = [c for c in cells(path) if c.config.seed == 1]
+    nan_cell = next(c for c in new_cells if c.config.dataset == "synthetic" and c.config.encoder == "average")
+    status = CliRunner().invoke(app, ["status", str(path)]).output
+    for cell in new_cells:
+        expected = "failed" if cell is nan_cell else "trained"
+        assert f"│ {cell.id} " in status
+        line = next(line for line in status.splitlines() if cell.id in line)
+        assert f" {expected} " in line, line
+    nan_line = next(line for line in status.splitlines() if nan_cell.id in line)
+    assert "training loss became" in nan_line
+    assert "7 trained, 1 failed, 0 pending" in status
+    assert {c.id: (models / c.id / "model.pt").stat().st_mtime_ns for c in grid_cells} == mtimes  # untouched
+    failed_run = runs(tmp_path, "g", f"tags.cell_id = '{nan_cell.id}'")
+    assert list(failed_run["status"]) == ["FAILED"]
+    assert "training loss became" in failed_run["tags.failure_reason"].iloc[0]
+    assert len(runs(tmp_path, "g", "tags.`gridlab.kind` = 'cell'")) == 8
+
+
+def test_force_retrains_only_the_chosen_cell(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    path = write_grid(tmp_path, grid={"dataset": ["synthetic"], "encoder": ["average", "noenc"]})
+    assert launch(path).exit_code == 0
+    first, second = cells(path)
+    models = tmp_path / "runs" / "g" / "models"
+    before = {c.id: (models / c.id / "model.pt").stat().st_mtime_ns for c in (first, second)}
+    forced = CliRunner().invoke(app, ["launch", str(path), "--force", first.id])
+    assert forced.exit_code == 0, forced.output
+    assert "1 of 2 cells to train" in forced.output
+    assert (models / first.id / "model.pt").stat().st_mtime_ns != before[first.id]
+    assert (models / second.id / "model.pt").stat().st_mtime_ns == before[second.id]
+    assert len(runs(tmp_path, "g", "tags.`gridlab.kind` = 'cell'")) == 2  # the forced cell kept its run
+    unknown = CliRunner().invoke(app, ["launch", str(path), "--force", "abc"])
+    assert unknown.exit_code == 1 and "unknown cell id 'abc'" in unknown.stderr
