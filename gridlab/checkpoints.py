@@ -68,10 +68,11 @@ class ModelStore:
                 (staging / name).write_text(json.dumps(value, indent=2, sort_keys=True))
         return self._publish(cell_id, fill)
 
-    def write_failure(self, cell_id: str, reason: str, config: dict) -> CellFolder:
+    def write_failure(self, cell_id: str, reason: str, config: dict, tracking: dict) -> CellFolder:
         def fill(staging: Path) -> None:
             (staging / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
             (staging / "failure.json").write_text(json.dumps({"reason": reason}, indent=2))
+            (staging / "tracking.json").write_text(json.dumps(tracking, indent=2, sort_keys=True))
         return self._publish(cell_id, fill)
 
     def _publish(self, cell_id: str, fill) -> CellFolder:

@@ -46,13 +46,13 @@ def status(grid: GridArg) -> None:
         state = folder.state()
         counts[state] += 1
         detail, where = "", ""
+        run = folder.read("tracking.json")["mlflow_run_id"] if (folder.path / "tracking.json").is_file() else "-"
         if state == "trained":
             metrics = folder.read("metrics.json")
             detail = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if k.startswith("test_"))
-            run = folder.read("tracking.json")["mlflow_run_id"] if (folder.path / "tracking.json").is_file() else "-"
             where = f"{folder.checkpoint} / {run}"
         elif state == "failed":
-            detail = folder.failure_reason() or ""
+            detail, where = folder.failure_reason() or "", f"- / {run}"
         c = cell.config
         table.add_row(cell.id, c.dataset, c.encoder, c.attention, str(c.seed), state, detail, where)
     console.print(table)

@@ -78,7 +78,9 @@ def cell_id(config: CellConfig) -> str:
 def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
     """Every cell of the grid, or a GridFileError listing every problem found."""
     problems: list[Problem] = []
-    axes = _validate_axes(spec.grid, problems)
+    blocks = spec.grid if isinstance(spec.grid, list) else [spec.grid]
+    prefixes = [("grid", i) for i in range(len(blocks))] if isinstance(spec.grid, list) else [("grid",)]
+    block_axes = [_validate_axes(block, problems, prefix) for block, prefix in zip(blocks, prefixes)]
     excludes = [_validate_conditions(entry, ("exclude", i), problems) for i, entry in enumerate(spec.exclude)]
     overrides = [
         (_validate_conditions(o.when, ("overrides", i, "when"), problems),
@@ -91,7 +93,8 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
 
     warnings: list[str] = []
     base = {"model": spec.model.model_dump(), "train": spec.train.model_dump(), "data": spec.data.model_dump()}
-    combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+    combos = [dict(zip(axes, values)) for axes in block_axes for values in itertools.product(*axes.values())]
+    axis_paths = list(dict.fromkeys(path for axes in block_axes for path in axes))
     kept = [c for c in combos if not any(_matches(c, entry) for entry in excludes)]
     for i, entry in enumerate(excludes):
         if not any(_matches(c, entry) for c in combos):
@@ -112,20 +115,23 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
         raise GridFileError(file, [("exclude" if spec.exclude else "grid", "no cells left (expected at least one)")])
     _check_compatibility(cells, problems)
     if check_data:
-        _check_datasets(cells, resolve_data_dir(spec.data_dir), axes.get("dataset", []), problems)
+        _check_datasets(cells, resolve_data_dir(spec.data_dir), dict(zip(prefixes, block_axes)), problems)
     if problems:
         raise GridFileError(file, _dedupe(problems))
-    return ExpandedGrid(file, spec, cells, analyses, list(axes), len(kept) - len(cells), warnings)
+    return ExpandedGrid(file, spec, cells, analyses, axis_paths, len(kept) - len(cells), warnings)
 
 
-def _validate_axes(grid: dict[str, Any], problems: list[Problem]) -> dict[str, list[Any]]:
+def _validate_axes(grid: dict[str, Any], problems: list[Problem], prefix: tuple) -> dict[str, list[Any]]:
     axes: dict[str, list[Any]] = {}
+    if not isinstance(grid, dict) or not grid:
+        problems.append((location(prefix), "expected a non-empty mapping of axes to value lists"))
+        return axes
     for path, raw in grid.items():
-        where = location(("grid", path))
+        where = location((*prefix, path))
         try:
             field_at(path)
         except ValueError as error:
-            problems.append(("grid", str(error)))
+            problems.append((location(prefix), str(error)))
             continue
         values = raw if isinstance(raw, list) else [raw]
         if not values:
@@ -136,7 +142,7 @@ def _validate_axes(grid: dict[str, Any], problems: list[Problem]) -> dict[str, l
             try:
                 checked.append(validate_value(path, value))
             except ValidationError as error:
-                problems += from_validation_error(error, None, ("grid", path, i) if isinstance(raw, list) else ("grid", path))
+                problems += from_validation_error(error, None, (*prefix, path, i) if isinstance(raw, list) else (*prefix, path))
         if len(checked) != len(values):
             continue
         duplicates = sorted({_canonical(v) for v in checked if sum(_canonical(w) == _canonical(v) for w in checked) > 1})
@@ -145,7 +151,7 @@ def _validate_axes(grid: dict[str, Any], problems: list[Problem]) -> dict[str, l
             continue
         axes[path] = checked
     if "dataset" not in grid:
-        problems.append(("grid.dataset", "missing (required: the datasets to train on)"))
+        problems.append((location((*prefix, "dataset")), "missing (required: the datasets to train on)"))
     return axes
 
 
@@ -241,7 +247,8 @@ def _check_compatibility(cells: list[Cell], problems: list[Problem]) -> None:
         problems += incompatibilities(cell.config)  # repeated reasons are deduplicated by the caller
 
 
-def _check_datasets(cells: list[Cell], data_dir: Path, listed: list[str], problems: list[Problem]) -> None:
+def _check_datasets(cells: list[Cell], data_dir: Path, blocks: dict[tuple, dict[str, list]],
+                    problems: list[Problem]) -> None:
     """Every dataset must be present (or partial with derive_splits) before anything is created."""
     checked = set()
     for cell in cells:
@@ -253,8 +260,14 @@ def _check_datasets(cells: list[Cell], data_dir: Path, listed: list[str], proble
         try:
             check_presence(DATASETS[cell.config.dataset], data_dir, data)
         except DataError as error:
-            where = f"grid.dataset[{listed.index(cell.config.dataset)}]" if cell.config.dataset in listed else "grid.dataset"
-            problems.append((where, str(error)))
+            problems.append((_dataset_location(cell.config.dataset, blocks), str(error)))
+
+
+def _dataset_location(dataset: str, blocks: dict[tuple, dict[str, list]]) -> str:
+    for prefix, axes in blocks.items():
+        if dataset in axes.get("dataset", []):
+            return location((*prefix, "dataset", axes["dataset"].index(dataset)))
+    return "grid.dataset"
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -118,7 +118,9 @@ class GridFile(Strict):
     device: Device = "auto"
     ray: RayConfig = RayConfig()
     resources: ResourcesConfig = ResourcesConfig()
-    grid: dict[str, Any]
+    grid: dict[str, Any] | list[dict[str, Any]] = Field(
+        description="axes -> value lists; or a list of such blocks whose cells are united (e.g. one per paper)"
+    )
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     overrides: list[Override] = Field(default_factory=list)
     train: TrainConfig = TrainConfig()
@@ -139,7 +141,7 @@ class GridFile(Strict):
 
     @field_validator("grid")
     @classmethod
-    def _grid_not_empty(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _grid_not_empty(cls, value):
         if not value:
-            raise ValueError("no axes (expected at least `dataset: [...]`)")
+            raise ValueError("no axes (expected at least `dataset: [...]`, or a list of such blocks)")
         return value

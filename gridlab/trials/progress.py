@@ -90,11 +90,13 @@ class GridProgress(tune.Callback):
             staged = Path(tmp)
             for name in FINAL_FILES:
                 shutil.copyfile(folder / name, staged / name)
-            return store.publish(cell_id, staged, {"tracking.json": {"mlflow_run_id": self._run_for(cell_id),
-                                                                     "tracking_uri": self.tracker.tracking_uri}}).path
+            return store.publish(cell_id, staged, {"tracking.json": self._tracking(cell_id)}).path
+
+    def _tracking(self, cell_id: str) -> dict[str, str]:
+        return {"mlflow_run_id": self._run_for(cell_id), "tracking_uri": self.tracker.tracking_uri}
 
     def _fail(self, cell_id: str, reason: str) -> None:
-        ModelStore(self.store_root).write_failure(cell_id, reason, self.cells[cell_id])
+        ModelStore(self.store_root).write_failure(cell_id, reason, self.cells[cell_id], self._tracking(cell_id))
         self.tracker.fail_cell(self._run_for(cell_id), reason)
         self._set(cell_id, "failed", reason)
 

@@ -110,3 +110,38 @@ def test_shipped_quick_grid_ids_are_stable_across_loads():
     second = expand(load_grid_file(path), str(path), check_data=False)
     assert [c.id for c in first.cells] == [c.id for c in second.cells]
     assert yaml.safe_load(path.read_text())["name"] == first.spec.name
+
+
+def test_a_list_of_blocks_is_the_union_of_their_cells(tmp_path: Path):
+    grid = grid_from(tmp_path, """
+name: a
+grid:
+  - {dataset: [sst], encoder: [lstm, cnn]}
+  - {dataset: [babi1], architecture: [pair], encoder: [lstm]}
+  - {dataset: [sst], encoder: [lstm]}
+""")
+    described = sorted((c.config.dataset, c.config.architecture, c.config.encoder) for c in grid.cells)
+    assert described == [("babi1", "pair", "lstm"), ("sst", "flat", "cnn"), ("sst", "flat", "lstm")]
+    assert grid.collapsed == 1  # sst/lstm is in two blocks: one cell
+    assert grid.axis_paths == ["dataset", "encoder", "architecture"]
+
+
+def test_problems_in_a_block_name_the_block(tmp_path: Path):
+    from gridlab.errors import GridFileError
+
+    with pytest.raises(GridFileError) as caught:
+        grid_from(tmp_path, "name: a\ngrid:\n  - {dataset: [sst]}\n  - {dataset: [sst], encoder: [lstn]}\n  - {}\n")
+    lines = caught.value.lines()
+    assert any(": grid[1].encoder[0]: unknown value 'lstn'" in line for line in lines)
+    assert any(": grid[2]: expected a non-empty mapping" in line for line in lines)
+
+
+def test_full_grid_is_the_union_of_the_paper_grids():
+    grids = Path(__file__).resolve().parents[2] / "grids"
+
+    def ids(name: str) -> set[str]:
+        path = grids / name
+        return {c.id for c in expand(load_grid_file(path), str(path), check_data=False).cells}
+
+    papers = set().union(*(ids(f"{p}.yaml") for p in ("jain_wallace", "serrano_smith", "meister", "vashishth")))
+    assert ids("full.yaml") == papers
