@@ -16,13 +16,11 @@ Choices:
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from pathlib import Path
-from typing import TextIO
 
 from gridlab.data.examples import RawExample
 from gridlab.data.spec import SPLITS, SourceFile
+from gridlab.data.readers.textfiles import numbered_lines
 from gridlab.errors import DataError
 
 
@@ -83,15 +81,4 @@ def _require(folder: Path, split: str, side: str) -> Path:
 
 def _read_lines(path: Path) -> list[str]:
     """The stripped lines of a UTF-8 text file, gunzipped if it ends in `.gz`."""
-    try:
-        with _open_text(path) as handle:
-            return [line.strip() for line in handle]
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
-        raise DataError(f"{path}: unreadable: {error}") from error
-
-
-def _open_text(path: Path) -> TextIO:
-    # newline="\n": only LF ends a line (see the module docstring).
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
-    return path.open(encoding="utf-8", newline="\n")
+    return [line.strip() for _, line in numbered_lines(path)]

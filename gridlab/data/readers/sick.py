@@ -14,14 +14,11 @@ Choices:
 
 from __future__ import annotations
 
-import gzip
-import zlib
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
 
 from gridlab.data.examples import RawExample
 from gridlab.data.spec import SPLITS, SourceFile
+from gridlab.data.readers.textfiles import numbered_lines
 from gridlab.errors import DataError
 
 SICK_FILES = (
@@ -53,7 +50,7 @@ class SickReader:
 
 def parse_sick(path: Path) -> list[tuple[str, RawExample]]:
     """Every pair of a SICK release file, with its canonical split name, in file order."""
-    lines = _lines(path)
+    lines = numbered_lines(path)
     first = next(lines, None)
     if first is None:
         raise DataError(f"{path}: empty file, expected SICK's tab-separated header")
@@ -81,19 +78,3 @@ def parse_sick(path: Path) -> list[tuple[str, RawExample]]:
         )
         pairs.append((_SPLIT_OF_SET[semeval_set], example))
     return pairs
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a UTF-8 text file, gunzipped if it ends in `.gz`; read errors become DataError."""
-    try:
-        with _open_text(path) as handle:
-            yield from enumerate(handle, start=1)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
-        raise DataError(f"{path}: unreadable: {error}") from error
-
-
-def _open_text(path: Path) -> TextIO:
-    # newline="\n": only LF ends a line, so a stray CR or Unicode line separator inside a field cannot split a row.
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
-    return path.open(encoding="utf-8", newline="\n")

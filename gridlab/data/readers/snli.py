@@ -16,15 +16,12 @@ Choices:
 
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
 
 from gridlab.data.examples import RawExample
 from gridlab.data.spec import SPLITS, SourceFile
+from gridlab.data.readers.textfiles import numbered_lines
 from gridlab.errors import DataError
 
 SNLI_FILES = (
@@ -70,7 +67,7 @@ def snli_file(folder: Path, split: str) -> Path | None:
 def parse_snli(path: Path) -> list[RawExample]:
     """The pairs of one SNLI JSON-lines file that have a gold label, in file order."""
     examples: list[RawExample] = []
-    for number, line in _lines(path):
+    for number, line in numbered_lines(path):
         if not line.strip():
             continue
         try:
@@ -88,19 +85,3 @@ def parse_snli(path: Path) -> list[RawExample]:
             continue
         examples.append(RawExample(text=premise.strip(), label=gold_label, query=hypothesis.strip(), source_id=pair_id))
     return examples
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a UTF-8 text file, gunzipped if it ends in `.gz`; read errors become DataError."""
-    try:
-        with _open_text(path) as handle:
-            yield from enumerate(handle, start=1)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
-        raise DataError(f"{path}: unreadable: {error}") from error
-
-
-def _open_text(path: Path) -> TextIO:
-    # newline="\n": only LF ends a line; JSON escapes any line break inside a string anyway.
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
-    return path.open(encoding="utf-8", newline="\n")
