@@ -58,6 +58,9 @@ class ModelConfig(Strict):
     attention_size: int = Field(128, ge=1, description="hidden size of additive attention")
     cnn_variant: Literal["jain_wallace", "serrano_smith"] = "jain_wallace"
     embeddings: str | None = Field(None, description="null (trained from scratch), 'word2vec', or a vectors file")
+    embedding_init_std: float = Field(
+        0.1, gt=0, description="std of the N(0, std^2) start of embeddings without a pretrained vector"
+    )
     dropout: float = Field(0.0, ge=0, lt=1)
     transformer_layers: int = Field(2, ge=1, description="Meister et al.: 2")
     transformer_heads: int = Field(1, ge=1, description="Meister et al.: 1")

@@ -3,7 +3,8 @@ format (GloVe / fastText `.vec`, optionally gzip'd), or word2vec trained on the 
 
     >>> weights = initial_embeddings("glove.6B.300d.txt", vocab, 300, train_tokens, seed=0)
 
-Words the vectors do not cover are drawn from N(0, 1), as J&W did; `<pad>` is the zero vector.
+Words the vectors do not cover are drawn from N(0, std^2) (J&W used std 1 beside fastText vectors; gridlab's
+default std is 0.1, the scale of such vectors); `<pad>` is the zero vector.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ class EmbeddingsError(GridlabError):
 
 
 def initial_embeddings(source: str, vocab: Vocab, dim: int, train_tokens: Iterable[Sequence[str]],
-                       seed: int) -> torch.Tensor:
+                       seed: int, std: float = 1.0) -> torch.Tensor:
     rng = np.random.default_rng(seed)
-    weights = rng.standard_normal((len(vocab), dim)).astype(np.float32)
+    weights = (rng.standard_normal((len(vocab), dim)) * std).astype(np.float32)
     vectors = _word2vec(train_tokens, dim, seed) if source == WORD2VEC else _read_vectors(Path(source), vocab, dim)
     for word, vector in vectors.items():
         index = vocab.stoi.get(word)

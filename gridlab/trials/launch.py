@@ -72,7 +72,9 @@ def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Call
             emit(f"resuming the interrupted launch {experiment.name}")
             tune.Tuner.restore(str(experiment), trainable=_trainable(grid), resume_unfinished=True,
                                resume_errored=False).fit()
-            _mark_finished(experiment)
+            marker = _mark_finished(experiment)
+            states = [store.cell(c).state() for c in marker["cells"]]
+            tracker.end_launch(marker["parent_run"], states.count("trained"), states.count("failed"))
         remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
         if remaining:
             _run(grid, remaining, tune_root, tracker, emit, already=len(grid.cells) - len(pending))
@@ -114,7 +116,7 @@ def _run(grid: ExpandedGrid, cells: list[Cell], tune_root: Path, tracker: Tracke
         ),
     )
     (tune_root / name).mkdir(parents=True, exist_ok=True)
-    _write_marker(tune_root / name, finished=False, cells=[c.id for c in cells])
+    _write_marker(tune_root / name, {"finished": False, "cells": [c.id for c in cells], "parent_run": parent})
     tuner.fit()
     _mark_finished(tune_root / name)
     counts = progress.counts()
@@ -138,12 +140,14 @@ def _unfinished(tune_root: Path) -> list[Path]:
             and tune.Tuner.can_restore(str(p))]
 
 
-def _write_marker(folder: Path, finished: bool, cells: list[str]) -> None:
+def _write_marker(folder: Path, marker: dict) -> None:
+    """What a launch's Tune experiment is for (its cells, its MLflow parent run) and whether it finished."""
     tmp = folder / f".{MARKER}.tmp"
-    tmp.write_text(json.dumps({"finished": finished, "cells": cells}))
+    tmp.write_text(json.dumps(marker))
     os.replace(tmp, folder / MARKER)
 
 
-def _mark_finished(folder: Path) -> None:
-    marker = json.loads((folder / MARKER).read_text())
-    _write_marker(folder, finished=True, cells=marker["cells"])
+def _mark_finished(folder: Path) -> dict:
+    marker = {**json.loads((folder / MARKER).read_text()), "finished": True}
+    _write_marker(folder, marker)
+    return marker

@@ -82,3 +82,5 @@ def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, data_
     cell_runs = mlflow.search_runs(experiment_names=["g"], filter_string="tags.`gridlab.kind` = 'cell'")
     assert sorted(cell_runs["tags.cell_id"]) == sorted(c.id for c in cells)
     assert set(cell_runs["status"]) == {"FINISHED"}
+    launches = mlflow.search_runs(experiment_names=["g"], filter_string="tags.`gridlab.kind` = 'launch'")
+    assert set(launches["status"]) == {"FINISHED"}  # the interrupted launch's run is closed by its resumption
