@@ -40,8 +40,9 @@ class Tracker:
     def client(self):
         if self._client is None:
             os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-            logging.getLogger("mlflow").setLevel(logging.WARNING)  # not its table-creation chatter
             from mlflow.tracking import MlflowClient
+
+            logging.getLogger("mlflow").setLevel(logging.WARNING)  # after import: mlflow sets its own level
 
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
         return self._client

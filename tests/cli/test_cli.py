@@ -33,7 +33,7 @@ def in_tmp(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> P
     return tmp_path
 
 
-@pytest.mark.parametrize("command", [[], ["validate"], ["plan"], ["data"], ["data", "list"],
+@pytest.mark.parametrize("command", [[], ["validate"], ["plan"], ["launch"], ["status"], ["data"], ["data", "list"],
                                      ["data", "check"], ["data", "fetch"]], ids=" ".join)
 def test_every_command_has_help(command: list[str]):
     result = run(*command, "--help")
