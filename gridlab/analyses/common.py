@@ -1,0 +1,85 @@
+"""What every analysis shares: one forward pass per batch, batched decoding of many alphas, the distances of
+SPEC §2, and random draws seeded per (cell, instance) so rows never depend on sharding or actor count.
+
+    >>> shared = forward_once(model, batch)                       # h, mask, alpha, probs, pred: computed once
+    >>> probs = decode_many(model, shared, alphas)                 # alphas (B, K, T) -> probs (B, K, C), one call
+    >>> tvd(probs, shared.probs.unsqueeze(1))                      # (B, K)
+    >>> g = instance_generator(cell_id, "permutation", instance_id)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import torch
+
+from gridlab.data.batching import Batch
+from gridlab.models.classifier import AttentionClassifier, Encoded
+
+LN2 = math.log(2.0)
+EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class SharedPass:
+    """One encode + attend + decode of a batch (no gradients), reused by every analysis of a shard."""
+
+    batch: Batch
+    encoded: Encoded  # h (B, T, m), mask (B, T), query (B, q) | None
+    alpha: torch.Tensor  # (B, T)
+    logits: torch.Tensor  # (B, C)
+    probs: torch.Tensor  # (B, C)
+    pred: torch.Tensor  # (B,)
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        """T of each instance: the positions attention may use."""
+        return self.encoded.mask.sum(-1)
+
+
+@torch.no_grad()
+def forward_once(model: AttentionClassifier, batch: Batch) -> SharedPass:
+    encoded = model.encode(batch)
+    alpha = model.attend(encoded.h, encoded.mask, encoded.query)
+    logits = model.decode(encoded.h, alpha, encoded.query)
+    probs = torch.softmax(logits, dim=-1)
+    return SharedPass(batch, encoded, alpha, logits, probs, probs.argmax(-1))
+
+
+def decode_many(model: AttentionClassifier, shared: SharedPass, alphas: torch.Tensor) -> torch.Tensor:
+    """Output distributions for K alternative attention vectors per instance, in one decoder call.
+
+    alphas (B, K, T) -> probs (B, K, C). A zero alpha row gives the zero context (S&S's "arbitrary vector").
+    """
+    b, k, _ = alphas.shape
+    h, query = shared.encoded.h, shared.encoded.query
+    context = torch.einsum("bkt,btm->bkm", alphas.to(h.dtype), h).reshape(b * k, -1)  # (B*K, m)
+    q = None if query is None else query.repeat_interleave(k, dim=0)  # (B*K, q)
+    return torch.softmax(model.output(context, q), dim=-1).reshape(b, k, -1)  # (B, K, C)
+
+
+def tvd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Total variation distance over the last axis: 1/2 sum |p - q|, in [0, 1]."""
+    return 0.5 * (p - q).abs().sum(-1)
+
+
+def jsd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Jensen-Shannon divergence over the last axis, natural log, in [0, ln 2] (not scipy's square root)."""
+    m = 0.5 * (p + q)
+    return (0.5 * (_kl(p, m) + _kl(q, m))).clamp(0.0, LN2)
+
+
+def _kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    return torch.where(p > 0, p * (torch.log(p.clamp_min(EPS)) - torch.log(q.clamp_min(EPS))), 0.0).sum(-1)
+
+
+def instance_seed(cell_id: str, analysis_id: str, instance_id: int) -> int:
+    """A 63-bit seed from (cell, analysis, instance): the same draws whatever shard or actor runs them."""
+    digest = hashlib.sha256(f"{cell_id}/{analysis_id}/{instance_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def instance_generator(cell_id: str, analysis_id: str, instance_id: int, device: torch.device | str = "cpu"):
+    return torch.Generator(device=device).manual_seed(instance_seed(cell_id, analysis_id, instance_id))

@@ -1,0 +1,306 @@
+"""`erasure_multi` (SPEC §3 E, Serrano & Smith 2019 §5): how many attention weights must be erased, top of a
+ranking first, before the decision flips; and, beyond the paper, the exact minimal flipping set.
+
+    >>> context = AnalysisContext(cell_id, model.eval(), torch.device("cpu"), ErasureMultiParams())
+    >>> columns = erasure_multi.run(context, forward_once(model, batch))
+    >>> columns["removed_gradient"]          # object array (B,): ints, None where the decision never flips
+
+Rankings (S&S §5.2), each a descending order over an instance's T unmasked positions, ties broken by
+position (a stable sort) so rows are deterministic:
+- `attention`: alpha_t.
+- `random`: a permutation drawn from `instance_generator(cell_id, ID, instance_id)`.
+- `gradient`: d d / d alpha_t with d = max_i softmax(logits)_i, taken once on the unmodified instance with h
+  (and the query) held fixed. Signed, as in the paper: "in descending order", not by magnitude. It is
+  computed divided by d (1 - d), which keeps the order and survives confident predictions where d is 1.0
+  in float32 and the plain gradient is exactly 0.
+- `grad_x_attention`: that gradient times alpha_t.
+
+For k = 1..T the top k weights are zeroed and the rest renormalised; `removed_<R>` is the first k whose
+argmax differs from the original prediction, `frac_<R>` = k / T. At k = T nothing is left and the context is
+the zero vector (S&S §5.3). When the remaining weights sum to 0 although items remain (a sparse projection
+gave them no weight), there is nothing to renormalise either and the context is the zero vector too.
+Both columns are null when no k flips (§5.3 excludes these) and for T = 1 (§5.3: one possible ordering).
+Every ranking always has its columns, so the schema is fixed; rankings not in `params.rankings` are null.
+
+`removed_exact` is the size of the smallest set of positions whose erasure flips the decision (the "gold
+standard" §5.1 calls prohibitive), found by trying every subset of size s = 1, 2, ... batched per size;
+null for T = 1, for T > `params.exact_max_len` and when no subset flips. Each ranking's k-prefix is one of
+those subsets, so removed_exact <= removed_<R> whenever the ranking flips.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import SharedPass, decode_many, instance_generator
+from gridlab.models.classifier import AttentionClassifier, Encoded
+
+ID = "erasure_multi"
+VERSION = 1
+RANKINGS = ("attention", "random", "gradient", "grad_x_attention")
+SCHEMA = pa.schema([
+    field
+    for name in (*RANKINGS, "exact")
+    for field in (pa.field(f"removed_{name}", pa.int64()), pa.field(f"frac_{name}", pa.float64()))
+])
+
+# Elements per (rows, max(T, m)) block handed to one decoder call: bounds memory on long documents.
+_BLOCK = 1 << 22
+
+
+def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+    """Batched: one decoder call per ranking (per chunk of instances) and one per subset size (per chunk)."""
+    model, params = context.model, context.params
+    lengths = shared.lengths
+    gradient = _decision_gradient(model, shared) if {"gradient", "grad_x_attention"} & set(params.rankings) else None
+    counts: dict[str, torch.Tensor | None] = {name: None for name in (*RANKINGS, "exact")}
+    for name in params.rankings:
+        counts[name] = _first_flips(model, shared, _ranking_keys(context.cell_id, shared, name, gradient))
+    if params.exact_max_len > 0:
+        counts["exact"] = _exact_sizes(model, shared, params.exact_max_len)
+    return _columns(counts, lengths)
+
+
+def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+    """Per instance: each ranking erased one more item at a time with one decode each (the shape of S&S's
+    code), and a brute force over all subsets, one decode per subset size."""
+    model, params = context.model, context.params
+    lengths = shared.lengths
+    counts = {name: torch.zeros_like(lengths) for name in (*RANKINGS, "exact")}  # 0 = null
+    for b in range(len(lengths)):
+        positions = shared.encoded.mask[b].nonzero().squeeze(1).tolist()
+        if len(positions) < 2:
+            continue
+        for name in params.rankings:
+            order = _reference_order(context.cell_id, model, shared, b, positions, name)
+            counts[name][b] = _reference_ranking(model, shared, b, order)
+        if len(positions) <= params.exact_max_len:
+            counts["exact"][b] = _reference_exact(model, shared, b, positions)
+    return _columns(counts, lengths)
+
+
+# ---- rankings -------------------------------------------------------------------------------------------
+
+
+def _decision_gradient(model: AttentionClassifier, shared: SharedPass) -> torch.Tensor:
+    """(B, T) d d / d alpha_t up to a positive factor per instance, h and query fixed; one backward for the
+    whole batch (instances do not interact in `decode`)."""
+    encoded = shared.encoded
+    with torch.enable_grad():
+        alpha = shared.alpha.detach().clone().requires_grad_(True)
+        query = None if encoded.query is None else encoded.query.detach()
+        logits = model.decode(encoded.h.detach(), alpha, query)  # (B, C)
+        (gradient,) = torch.autograd.grad(logits, alpha, _decision_direction(logits.detach(), shared.pred))
+    return gradient  # autograd.grad rather than backward: the parameters keep no .grad
+
+
+def _decision_direction(logits: torch.Tensor, pred: torch.Tensor) -> torch.Tensor:
+    """(B, C) the gradient of d = softmax(logits)_pred with respect to the logits, divided by d (1 - d) > 0.
+
+    d (e_pred - p) = d (1 - d) (e_pred - q), q the softmax over the other classes (0 at pred). Dividing by
+    d (1 - d) changes no ranking, and unlike the plain gradient this does not vanish when a confident
+    prediction rounds d to 1 in float32, where every position would tie and the ranking would fall back to
+    position order.
+    """
+    chosen = torch.nn.functional.one_hot(pred, logits.shape[-1]).bool()  # (B, C)
+    others = torch.softmax(logits.masked_fill(chosen, float("-inf")), dim=-1)  # (B, C)
+    return chosen.to(logits.dtype) - others
+
+
+def random_order(cell_id: str, instance_id: int, length: int) -> torch.Tensor:
+    """The random ranking of one instance: indices into its `length` unmasked positions, first erased first.
+    Drawn on the CPU so the same cell and instance give the same order on any device."""
+    return torch.randperm(length, generator=instance_generator(cell_id, ID, instance_id))
+
+
+def _ranking_keys(cell_id: str, shared: SharedPass, name: str, gradient: torch.Tensor | None) -> torch.Tensor:
+    """(B, T) keys whose descending stable sort is the ranking; padding gets -inf and sorts last."""
+    mask = shared.encoded.mask
+    if name == "random":
+        keys = _random_keys(cell_id, shared)
+    elif name == "attention":
+        keys = shared.alpha
+    elif name == "gradient":
+        keys = gradient
+    else:
+        keys = gradient * shared.alpha
+    # + 0.0 turns -0.0 into 0.0, so a zero weight ties with the other zeros and falls back to position
+    return (keys + 0.0).masked_fill(~mask, float("-inf"))
+
+
+def _random_keys(cell_id: str, shared: SharedPass) -> torch.Tensor:
+    """(B, T) keys that sort each instance's positions into its `random_order` (padding left at 0)."""
+    mask = shared.encoded.mask
+    draws = []
+    for instance_id, length in zip(shared.batch.instance_ids.tolist(), shared.lengths.tolist()):
+        local = torch.empty(length, dtype=torch.float64)
+        local[random_order(cell_id, instance_id, length)] = torch.arange(length, 0, -1, dtype=torch.float64)
+        draws.append(local)
+    keys = torch.zeros(mask.shape, dtype=torch.float64)
+    keys[mask.cpu()] = torch.cat(draws)  # boolean indexing is row-major: each instance's positions in order
+    return keys.to(mask.device)
+
+
+def _first_flips(model: AttentionClassifier, shared: SharedPass, keys: torch.Tensor) -> torch.Tensor:
+    """(B,) the first k whose top-k erasure flips the decision, 0 where none does (or T = 1)."""
+    order = torch.sort(keys, dim=-1, descending=True, stable=True).indices  # (B, T)
+    places = torch.arange(order.shape[1], device=order.device).expand_as(order)
+    rank = torch.empty_like(order).scatter_(1, order, places)  # (B, T) place of each position in the order
+    lengths = shared.lengths
+    steps = int(lengths.max())
+    ks = torch.arange(1, steps + 1, device=order.device)  # (K,)
+    rows_per_call = max(1, _BLOCK // (steps * max(order.shape[1], shared.encoded.h.shape[-1])))
+    flips = []
+    for start in range(0, order.shape[0], rows_per_call):
+        rows = slice(start, start + rows_per_call)
+        removed = rank[rows, None, :] < ks[None, :, None]  # (b, K, T) the top k positions of row k-1
+        probs = decode_many(model, _restrict(shared, rows), _erase(shared.alpha[rows], removed))  # (b, K, C)
+        flips.append(probs.argmax(-1) != shared.pred[rows, None])  # (b, K)
+    flipped = torch.cat(flips) & (ks[None, :] <= lengths[:, None]) & (lengths[:, None] > 1)  # (B, K)
+    return torch.where(flipped.any(-1), flipped.int().argmax(-1) + 1, 0)  # argmax: the first True
+
+
+# ---- exact minimal flipping set -------------------------------------------------------------------------
+
+
+def _exact_sizes(model: AttentionClassifier, shared: SharedPass, limit: int) -> torch.Tensor:
+    """(B,) the smallest number of erased positions that flips the decision, 0 where none does or T is
+    out of range. Instances are grouped by T (one subset table each); a group tries size s = 1, 2, ... on
+    its still unresolved instances and stops when all are resolved."""
+    lengths = shared.lengths
+    sizes = torch.zeros_like(lengths)
+    eligible = (lengths > 1) & (lengths <= limit)
+    for length in sorted(set(lengths[eligible].tolist())):
+        rows = (lengths == length).nonzero().squeeze(1)  # (G,)
+        positions = shared.encoded.mask[rows].nonzero()[:, 1].reshape(len(rows), length)  # (G, T_b) unmasked
+        for s in range(1, length + 1):
+            flipped = _any_subset_flips(model, shared, rows, positions, _subset_table(length, s))  # (G,)
+            sizes[rows[flipped]] = s
+            rows, positions = rows[~flipped], positions[~flipped]
+            if len(rows) == 0:
+                break
+    return sizes
+
+
+@functools.lru_cache(maxsize=256)
+def _subset_table(length: int, size: int) -> torch.Tensor:
+    """(S, length) bool: row j marks the j-th subset of `size` positions (itertools order), S = C(length, size)."""
+    chosen = torch.tensor(list(itertools.combinations(range(length), size)), dtype=torch.long)  # (S, size)
+    return torch.zeros(len(chosen), length, dtype=torch.bool).scatter_(1, chosen, True)
+
+
+def _any_subset_flips(model: AttentionClassifier, shared: SharedPass, rows: torch.Tensor, positions: torch.Tensor,
+                      table: torch.Tensor) -> torch.Tensor:
+    """(G,) whether erasing any subset of `table` (S, T_b) of the instances `rows` flips their decision."""
+    table = table.to(positions.device)
+    group, width = len(rows), shared.encoded.mask.shape[1]
+    sub = _restrict(shared, rows)
+    per_call = max(1, _BLOCK // (group * max(width, shared.encoded.h.shape[-1])))
+    flipped = torch.zeros(group, dtype=torch.bool, device=rows.device)
+    for start in range(0, len(table), per_call):
+        chunk = table[start : start + per_call]  # (S_c, T_b)
+        index = positions[:, None, :].expand(group, len(chunk), -1)  # (G, S_c, T_b) padded position of each
+        removed = torch.zeros(group, len(chunk), width, dtype=torch.bool, device=rows.device)
+        removed.scatter_(2, index, chunk[None].expand(group, -1, -1))  # (G, S_c, T)
+        probs = decode_many(model, sub, _erase(sub.alpha, removed))  # (G, S_c, C)
+        flipped |= (probs.argmax(-1) != sub.pred[:, None]).any(-1)
+    return flipped
+
+
+# ---- shared pieces --------------------------------------------------------------------------------------
+
+
+def _erase(alpha: torch.Tensor, removed: torch.Tensor) -> torch.Tensor:
+    """alpha (B, T), removed (B, K, T) -> (B, K, T): erased weights zeroed, the rest renormalised; a row with
+    nothing left to renormalise (sum 0) stays zero, which `decode_many` turns into the zero context."""
+    kept = alpha[:, None, :].masked_fill(removed, 0.0)  # (B, K, T)
+    total = kept.sum(-1, keepdim=True)  # (B, K, 1)
+    return kept / torch.where(total > 0, total, 1.0)
+
+
+def _restrict(shared: SharedPass, rows: slice | torch.Tensor) -> SharedPass:
+    """The pass of some instances only. `batch` stays whole: `decode_many` reads only `encoded`, and this
+    module reads `batch` before restricting."""
+    e = shared.encoded
+    encoded = Encoded(e.h[rows], e.mask[rows], None if e.query is None else e.query[rows])
+    return SharedPass(shared.batch, encoded, shared.alpha[rows], shared.logits[rows], shared.probs[rows],
+                      shared.pred[rows])
+
+
+def _columns(counts: dict[str, torch.Tensor | None], lengths: torch.Tensor) -> dict[str, np.ndarray]:
+    """Counts (B,) with 0 meaning null -> `removed_*` / `frac_*` object arrays with None for null."""
+    t = lengths.cpu().numpy()
+    columns = {}
+    for name, count in counts.items():
+        values = np.zeros(len(t), dtype=np.int64) if count is None else count.cpu().numpy()
+        columns[f"removed_{name}"] = np.array([int(v) if v else None for v in values], dtype=object)
+        columns[f"frac_{name}"] = np.array([float(v / n) if v else None for v, n in zip(values, t)], dtype=object)
+    return columns
+
+
+# ---- reference ------------------------------------------------------------------------------------------
+
+
+def _reference_order(cell_id: str, model: AttentionClassifier, shared: SharedPass, b: int, positions: list[int],
+                     name: str) -> list[int]:
+    """Instance b's positions, most important first (Python's sort is stable: ties keep position order)."""
+    if name == "random":
+        return [positions[i] for i in random_order(cell_id, int(shared.batch.instance_ids[b]), len(positions))]
+    weights = shared.alpha[b].tolist()
+    if name == "attention":
+        score = weights
+    else:
+        encoded = shared.encoded
+        alpha = shared.alpha[b : b + 1].detach().clone().requires_grad_(True)
+        query = None if encoded.query is None else encoded.query[b : b + 1]
+        with torch.enable_grad():
+            logits = model.decode(encoded.h[b : b + 1], alpha, query)[0]  # (C,)
+            pred = int(shared.pred[b])
+            # d (1 - d) is factored out of d's gradient (see _decision_direction): e_pred minus the softmax
+            # over the other classes
+            others = [c for c in range(len(logits)) if c != pred]
+            direction = torch.zeros_like(logits)
+            direction[others] = -torch.softmax(logits.detach()[others], dim=0)
+            direction[pred] = 1.0
+            (logits * direction).sum().backward()
+        gradient = alpha.grad[0].tolist()
+        score = gradient if name == "gradient" else [g * a for g, a in zip(gradient, weights)]
+    return sorted(positions, key=lambda p: -score[p])
+
+
+def _reference_decode(model: AttentionClassifier, shared: SharedPass, b: int, alphas: torch.Tensor) -> torch.Tensor:
+    """alphas (K, T) for instance b -> predicted classes (K,)."""
+    encoded = shared.encoded
+    h = encoded.h[b : b + 1].expand(len(alphas), -1, -1)  # (K, T, m)
+    query = None if encoded.query is None else encoded.query[b : b + 1].expand(len(alphas), -1)
+    return model.decode(h, alphas, query).argmax(-1)
+
+
+def _renormalised(alpha: torch.Tensor, erased: list[int]) -> torch.Tensor:
+    kept = alpha.clone()
+    kept[erased] = 0.0
+    total = kept.sum()
+    return kept / total if total > 0 else kept
+
+
+def _reference_ranking(model: AttentionClassifier, shared: SharedPass, b: int, order: list[int]) -> int:
+    for k in range(1, len(order) + 1):
+        alpha = _renormalised(shared.alpha[b], order[:k])
+        if _reference_decode(model, shared, b, alpha[None]).item() != shared.pred[b].item():
+            return k
+    return 0
+
+
+def _reference_exact(model: AttentionClassifier, shared: SharedPass, b: int, positions: list[int]) -> int:
+    for size in range(1, len(positions) + 1):
+        alphas = torch.stack([_renormalised(shared.alpha[b], list(subset))
+                              for subset in itertools.combinations(positions, size)])  # (S, T)
+        if (_reference_decode(model, shared, b, alphas) != shared.pred[b]).any():
+            return size
+    return 0

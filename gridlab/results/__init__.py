@@ -1,0 +1,1 @@
+"""Per-instance analysis rows: Arrow schemas, atomic Parquet parts, readers."""

@@ -1,0 +1,85 @@
+"""One Parquet part per (analysis, cell, shard), written atomically, under a hive-partitioned layout:
+
+    results_dir/<grid>/analyses/<analysis>/cell=<cell id>/part-<shard>.parquet
+
+so `pandas.read_parquet(results_dir/<grid>/analyses/<analysis>)` reads every part of every cell. A part is
+written to a hidden temporary file in its folder and renamed into place: a killed worker leaves either the
+whole part or nothing, and a relaunch skips exactly the parts that exist.
+
+Every row carries the SPEC §3 common columns (grid, cell_id, the cell's axes, split, instance_id, length,
+label, pred, max_attention, analysis_version) and `derived_splits`, so results on carved splits can never
+pass for results on official ones.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gridlab.grid.schema import CellConfig
+
+AXES = ("dataset", "encoder", "attention", "projection", "projection_lambda", "architecture", "attention_mode", "seed")
+
+COMMON_SCHEMA = pa.schema([
+    ("grid", pa.string()),
+    ("cell_id", pa.string()),
+    ("dataset", pa.string()),
+    ("encoder", pa.string()),
+    ("attention", pa.string()),
+    ("projection", pa.string()),
+    ("projection_lambda", pa.float64()),
+    ("architecture", pa.string()),
+    ("attention_mode", pa.string()),
+    ("seed", pa.int64()),
+    ("derived_splits", pa.bool_()),
+    ("split", pa.string()),
+    ("instance_id", pa.int64()),
+    ("length", pa.int64()),
+    ("label", pa.int64()),
+    ("pred", pa.int64()),
+    ("max_attention", pa.float64()),
+    ("analysis_version", pa.int64()),
+])
+
+
+def part_path(grid_results: Path, analysis_id: str, cell_id: str, shard: int) -> Path:
+    return grid_results / "analyses" / analysis_id / f"cell={cell_id}" / f"part-{shard:05d}.parquet"
+
+
+def common_columns(grid: str, cell_id: str, config: CellConfig, split: str, version: int,
+                   instance_id: np.ndarray, length: np.ndarray, label: np.ndarray, pred: np.ndarray,
+                   max_attention: np.ndarray) -> dict[str, pa.Array]:
+    """The SPEC §3 common columns for n rows of one cell."""
+    n = len(instance_id)
+    constants = {"grid": grid, "cell_id": cell_id, **{axis: getattr(config, axis) for axis in AXES},
+                 "derived_splits": config.data.derive_splits, "split": split, "analysis_version": version}
+    columns = {name: pa.array([value] * n, COMMON_SCHEMA.field(name).type) for name, value in constants.items()}
+    for name, values in (("instance_id", instance_id), ("length", length), ("label", label), ("pred", pred),
+                         ("max_attention", max_attention)):
+        columns[name] = pa.array(np.asarray(values), COMMON_SCHEMA.field(name).type)
+    return {field.name: columns[field.name] for field in COMMON_SCHEMA}
+
+
+def rows_table(common: dict[str, pa.Array], specific: dict[str, object], schema: pa.Schema) -> pa.Table:
+    """Common columns followed by the analysis's own, typed by its schema (NaN stays NaN, None is null)."""
+    arrays = dict(common)
+    for field in schema:
+        arrays[field.name] = pa.array(specific[field.name], field.type, from_pandas=False)
+    return pa.table(arrays, schema=pa.unify_schemas([COMMON_SCHEMA, schema]))
+
+
+def write_part(path: Path, table: pa.Table) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    try:
+        pq.write_table(table, temporary)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
