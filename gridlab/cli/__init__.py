@@ -22,6 +22,7 @@ app = typer.Typer(
 app.command()(grid_commands.validate)
 app.command()(grid_commands.plan)
 app.command()(run_commands.launch)
+app.command()(run_commands.analyze)
 app.command()(run_commands.status)
 app.add_typer(data_commands.app, name="data")
 

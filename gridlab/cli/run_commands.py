@@ -10,6 +10,8 @@ from rich.table import Table
 from gridlab.checkpoints import ModelStore
 from gridlab.cli.grid_commands import GridArg, load
 from gridlab.cli.output import console, echo, user_errors
+from gridlab.errors import GridlabError
+from gridlab.grid.suggest import unknown
 
 
 @user_errors
@@ -30,6 +32,25 @@ def launch(
         echo(f"failed: {cell_id}: {reason}")
     if report.failed:
         raise typer.Exit(1)
+
+
+@user_errors
+def analyze(
+    grid: GridArg,
+    analysis: Annotated[Optional[list[str]], typer.Option("--analysis", help="Only this analysis id (repeatable).")] = None,
+    address: Annotated[Optional[str], typer.Option(help="Ray address; default: the grid's ray.address.")] = None,
+) -> None:
+    """Run or resume only the analyses, on every trained cell (parts already written are skipped)."""
+    from gridlab.shards.actors import run_analyses
+    from gridlab.trials.ray_session import ray_session
+
+    expanded = load(grid)
+    for analysis_id in analysis or []:
+        if analysis_id not in expanded.analyses:
+            raise GridlabError(unknown("analysis", analysis_id, list(expanded.analyses)) + f" (the analyses of {grid})")
+    with ray_session(address if address is not None else expanded.spec.ray.address):
+        report = run_analyses(expanded, emit=echo, only=analysis or None)
+    echo(f"analyses: {report.written} parts written, {report.skipped} already there")
 
 
 @user_errors

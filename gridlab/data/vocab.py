@@ -7,6 +7,7 @@ Tokens are ordered by descending count, then alphabetically, so the same corpus 
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,10 @@ class Vocab:
         """Token ids (int32), unknown tokens -> UNK_ID; no SOS/EOS (batching adds them)."""
         get = self.stoi.get
         return np.fromiter((get(t, UNK_ID) for t in tokens), dtype=np.int32, count=len(tokens))
+
+    def digest(self) -> str:
+        """sha256 of the token list: the identity of a vocabulary across processes and machines."""
+        return hashlib.sha256("\n".join(self.itos).encode()).hexdigest()
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.itos[i] for i in ids]

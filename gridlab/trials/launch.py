@@ -1,4 +1,5 @@
-"""`gridlab launch`: train every cell of a grid that is not trained yet, as one Ray Tune trial each.
+"""`gridlab launch`: train every cell of a grid that is not trained yet, as one Ray Tune trial each, then
+run the grid's analyses on every trained cell (`gridlab.shards`).
 
     >>> report = launch(expanded, force=[], address=None, emit=print)
 
@@ -24,6 +25,7 @@ from gridlab.errors import GridlabError
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
 from gridlab.tracking.runs import Tracker
+from gridlab.shards.actors import run_analyses
 from gridlab.trials.progress import GridProgress
 from gridlab.trials.ray_session import ray_session
 from gridlab.trials.trainable import cell_id_of, train_cell, trial_params
@@ -57,7 +59,16 @@ def cells_to_train(grid: ExpandedGrid, force: list[str]) -> list[Cell]:
 
 
 def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None]) -> LaunchReport:
+    """Train what is untrained, then run (or resume) the analyses of every trained cell."""
     pending = cells_to_train(grid, force)
+    with ray_session(address if address is not None else grid.spec.ray.address):
+        report = _train(grid, pending, force, emit)
+        if grid.analyses:
+            run_analyses(grid, emit)
+    return report
+
+
+def _train(grid: ExpandedGrid, pending: list[Cell], force: list[str], emit: Callable[[str], None]) -> LaunchReport:
     if not pending:
         emit(f"nothing to train: all {len(grid.cells)} cells of {grid.spec.name} are trained")
         return LaunchReport([], {}, len(grid.cells))
@@ -67,17 +78,16 @@ def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Call
     tune_root = (grid.results_dir / "tune").resolve()
     tracker = tracker_for(grid)
     store = ModelStore(grid.results_dir)
-    with ray_session(address if address is not None else grid.spec.ray.address):
-        for experiment in _unfinished(tune_root):
-            emit(f"resuming the interrupted launch {experiment.name}")
-            tune.Tuner.restore(str(experiment), trainable=_trainable(grid), resume_unfinished=True,
-                               resume_errored=False).fit()
-            marker = _mark_finished(experiment)
-            states = [store.cell(c).state() for c in marker["cells"]]
-            tracker.end_launch(marker["parent_run"], states.count("trained"), states.count("failed"))
-        remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
-        if remaining:
-            _run(grid, remaining, tune_root, tracker, emit, already=len(grid.cells) - len(pending))
+    for experiment in _unfinished(tune_root):
+        emit(f"resuming the interrupted launch {experiment.name}")
+        tune.Tuner.restore(str(experiment), trainable=_trainable(grid), resume_unfinished=True,
+                           resume_errored=False).fit()
+        marker = _mark_finished(experiment)
+        states = [store.cell(c).state() for c in marker["cells"]]
+        tracker.end_launch(marker["parent_run"], states.count("trained"), states.count("failed"))
+    remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
+    if remaining:
+        _run(grid, remaining, tune_root, tracker, emit, already=len(grid.cells) - len(pending))
     states = {c.id: store.cell(c.id) for c in pending}
     return LaunchReport(
         trained=[i for i, s in states.items() if s.state() == "trained"],

@@ -12,7 +12,6 @@ final result with its reason (so Tune does not retry it) and the driver records 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -113,6 +112,6 @@ def _data_reference(data: PreparedDataset) -> dict[str, Any]:
         "derived_splits": data.derived_splits,
         "label_names": list(data.label_names),
         "vocab_size": len(data.vocab),
-        "vocab_sha256": hashlib.sha256("\n".join(data.vocab.itos).encode()).hexdigest(),
+        "vocab_sha256": data.vocab.digest(),
         "rows": {split: table.num_rows for split, table in data.splits.items()},
     }

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import mlflow
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -20,6 +22,7 @@ from .conftest import write_grid
 
 pytestmark = pytest.mark.slow
 
+ANALYSES = {"permutation": {"n": 20}, "erasure_single": {}, "erasure_multi": {"exact_max_len": 8}}
 TAGS = ("grid", "cell_id", "dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
 
 
@@ -39,7 +42,7 @@ def runs(folder: Path, name: str, query: str = ""):
 
 def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
-    path = write_grid(tmp_path)
+    path = write_grid(tmp_path, analyses=ANALYSES, instances=60, shard_size=25)
     first = launch(path)
     assert first.exit_code == 0, first.output
     grid_cells = cells(path)
@@ -70,9 +73,27 @@ def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path
     history = mlflow.MlflowClient().get_metric_history(one["run_id"], "dev_accuracy")
     assert [m.step for m in history] == [1, 2]
 
+    parts = sorted((tmp_path / "runs" / "g" / "analyses").rglob("*.parquet"))
+    assert len(parts) == len(ANALYSES) * 4 * 3  # every analysis, every cell, shards of 25 + 25 + 10
+    for analysis in ANALYSES:
+        frame = pd.read_parquet(tmp_path / "runs" / "g" / "analyses" / analysis)
+        assert len(frame) == 4 * 60 and set(frame["cell_id"]) == {c.id for c in grid_cells}
+        assert sorted(frame[frame["cell_id"] == grid_cells[0].id]["instance_id"]) == list(range(60))
+    written = {p: p.stat().st_mtime_ns for p in parts}
+
     again = launch(path)
     assert again.exit_code == 0
     assert "nothing to train: all 4 cells of g are trained" in again.output
+    assert "analyses: nothing to do (36 parts already written)" in again.output
+    assert {p: p.stat().st_mtime_ns for p in parts} == written
+
+    deleted = parts[5]
+    content = pq.read_table(deleted)
+    deleted.unlink()
+    rewritten = launch(path)
+    assert "analyses: 1 shards on 1 actors (35 parts already written)" in rewritten.output, rewritten.output
+    assert pq.read_table(deleted).equals(content)  # the same rows, bit for bit
+    assert {p: p.stat().st_mtime_ns for p in parts if p != deleted} == {p: t for p, t in written.items() if p != deleted}
     mtimes = {c.id: (models / c.id / "model.pt").stat().st_mtime_ns for c in grid_cells}
 
     # a new seed and a cell forced to produce NaN (Adam with lr 1e30 overflows in two steps)

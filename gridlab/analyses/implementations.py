@@ -1,0 +1,13 @@
+"""Analysis id -> the module that computes its rows (the contract of `gridlab.analyses.base`).
+
+Analyses registered in `registry.ANALYSES` but absent here are validated and planned, not run yet:
+`gridlab plan` and `launch` say so instead of pretending.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from gridlab.analyses import erasure_multi, erasure_single, permutation
+
+IMPLEMENTATIONS: dict[str, ModuleType] = {module.ID: module for module in (permutation, erasure_single, erasure_multi)}

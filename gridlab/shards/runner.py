@@ -1,0 +1,126 @@
+"""Running the analyses of one (cell, shard): pure torch and Arrow, no Ray (the actors wrap this).
+
+    >>> runner = ShardRunner(grid_results, data_dir, cache_dir, torch.device("cpu"))
+    >>> runner.run(job)          # writes one Parquet part per analysis of the job that is not written yet
+
+A model and its dataset are loaded once per runner and cell. Each batch is encoded once (`forward_once`)
+and that pass is shared by every analysis of the shard, as SPEC's "encode each instance once" asks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import torch
+
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import forward_once
+from gridlab.analyses.implementations import IMPLEMENTATIONS
+from gridlab.analyses.registry import ANALYSES
+from gridlab.checkpoints import ModelStore
+from gridlab.data.batching import iterate_batches
+from gridlab.data.prepare import PreparedDataset, load_dataset
+from gridlab.errors import GridlabError
+from gridlab.grid.schema import CellConfig
+from gridlab.models.factory import build_model
+from gridlab.results.parts import common_columns, part_path, rows_table, write_part
+from gridlab.shards.plan import Shard
+
+SPLIT = "test"
+BATCH_SIZE = 32
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    grid: str
+    cell_id: str
+    shard: Shard
+    analyses: dict[str, dict] = field(default_factory=dict)  # analysis id -> params (JSON)
+
+
+@dataclass
+class _LoadedCell:
+    config: CellConfig
+    data: PreparedDataset
+    model: torch.nn.Module
+
+
+class ShardRunner:
+    def __init__(self, grid_results: Path, data_dir: Path, cache_dir: Path, device: torch.device):
+        self.grid_results = grid_results
+        self.data_dir = data_dir
+        self.cache_dir = cache_dir
+        self.device = device
+        self._cells: dict[str, _LoadedCell] = {}
+
+    def missing(self, job: ShardJob) -> list[str]:
+        """The analyses of the job whose part is not written yet."""
+        return [a for a in job.analyses if not part_path(self.grid_results, a, job.cell_id, job.shard.index).exists()]
+
+    def run(self, job: ShardJob) -> list[Path]:
+        todo = self.missing(job)
+        if not todo:
+            return []
+        cell = self._load(job.cell_id)
+        table = cell.data.splits[SPLIT].slice(job.shard.start, job.shard.stop - job.shard.start)
+        modules = {a: IMPLEMENTATIONS[a] for a in todo}
+        contexts = {a: AnalysisContext(job.cell_id, cell.model, self.device, ANALYSES[a].params.model_validate(job.analyses[a]))
+                    for a in todo}
+        collected: dict[str, list[dict]] = {a: [] for a in todo}
+        common: list[dict] = []
+        for batch in iterate_batches(table, BATCH_SIZE):
+            batch = batch.to(self.device)
+            shared = forward_once(cell.model, batch)
+            common.append(_common_arrays(shared))
+            for analysis_id, module in modules.items():
+                collected[analysis_id].append(module.run(contexts[analysis_id], shared))
+        written = []
+        for analysis_id, module in modules.items():
+            written.append(self._write(job, cell.config, module, common, collected[analysis_id]))
+        return written
+
+    def _write(self, job: ShardJob, config: CellConfig, module: ModuleType, common: list[dict],
+               batches: list[dict]) -> Path:
+        joined = {k: np.concatenate([c[k] for c in common]) for k in common[0]}
+        specific = {f.name: np.concatenate([b[f.name] for b in batches]).tolist() for f in module.SCHEMA}
+        columns = common_columns(job.grid, job.cell_id, config, SPLIT, module.VERSION, **joined)
+        path = part_path(self.grid_results, module.ID, job.cell_id, job.shard.index)
+        write_part(path, rows_table(columns, specific, module.SCHEMA))
+        return path
+
+    def _load(self, cell_id: str) -> _LoadedCell:
+        if cell_id not in self._cells:
+            folder = ModelStore(self.grid_results).cell(cell_id)
+            if folder.state() != "trained":
+                raise GridlabError(f"cell {cell_id} is not trained (run `gridlab launch` first)")
+            stored = folder.read("config.json")
+            stored.pop("cell_id", None)
+            config = CellConfig.model_validate(stored)
+            data = load_dataset(config.dataset, self.data_dir, self.cache_dir, config.data)
+            reference = folder.read("data.json")
+            if data.vocab.digest() != reference["vocab_sha256"]:
+                raise GridlabError(f"cell {cell_id}: the dataset's vocabulary differs from the one it was trained "
+                                   f"with (cache key {reference['cache_key']} vs {data.cache_key}); retrain with --force")
+            model = build_model(config, data)
+            model.load_state_dict(torch.load(folder.checkpoint, map_location="cpu", weights_only=True))
+            self._cells[cell_id] = _LoadedCell(config, data, model.to(self.device).eval())
+        return self._cells[cell_id]
+
+
+def _common_arrays(shared) -> dict[str, np.ndarray]:
+    return {
+        "instance_id": shared.batch.instance_ids.cpu().numpy(),
+        "length": shared.lengths.cpu().numpy(),
+        "label": shared.batch.labels.cpu().numpy(),
+        "pred": shared.pred.cpu().numpy(),
+        "max_attention": shared.alpha.max(-1).values.double().cpu().numpy(),
+    }
+
+
+def rows_in_test_split(grid_results: Path, cell_id: str) -> int:
+    """Rows of the cell's test split, as recorded when it was trained."""
+    return json.loads((ModelStore(grid_results).cell(cell_id).path / "data.json").read_text())["rows"][SPLIT]
