@@ -24,6 +24,19 @@ from typing import Any, Literal
 CellState = Literal["trained", "failed", "pending"]
 
 
+def data_reference(data) -> dict[str, Any]:
+    """data.json: enough to reload exactly this vocabulary from the dataset cache, and to notice if it changed."""
+    return {
+        "dataset": data.id,
+        "cache_key": data.cache_key,
+        "derived_splits": data.derived_splits,
+        "label_names": list(data.label_names),
+        "vocab_size": len(data.vocab),
+        "vocab_sha256": data.vocab.digest(),
+        "rows": {split: table.num_rows for split, table in data.splits.items()},
+    }
+
+
 @dataclass(frozen=True)
 class CellFolder:
     path: Path

@@ -21,6 +21,7 @@ import ray
 import torch
 from ray import tune
 
+from gridlab.checkpoints import data_reference
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.grid.schema import CellConfig
 from gridlab.models.factory import build_model
@@ -95,23 +96,10 @@ def _report_final(trainer: Trainer, data: PreparedDataset, config: CellConfig, c
         torch.save({k: v.cpu() for k, v in trainer.model.state_dict().items()}, folder / "model.pt")
         files = {
             "config.json": {"cell_id": cell_id, **config.model_dump(mode="json")},
-            "data.json": _data_reference(data),
+            "data.json": data_reference(data),
             "history.json": [{"epoch": r.epoch, "train_loss": r.train_loss, **r.dev} for r in result.history],
             "metrics.json": metrics,
         }
         for name, value in files.items():
             (folder / name).write_text(json.dumps(value, indent=2, sort_keys=True))
         tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
-
-
-def _data_reference(data: PreparedDataset) -> dict[str, Any]:
-    """Enough to reload exactly this vocabulary from the dataset cache, and to notice if it changed."""
-    return {
-        "dataset": data.id,
-        "cache_key": data.cache_key,
-        "derived_splits": data.derived_splits,
-        "label_names": list(data.label_names),
-        "vocab_size": len(data.vocab),
-        "vocab_sha256": data.vocab.digest(),
-        "rows": {split: table.num_rows for split, table in data.splits.items()},
-    }
