@@ -34,6 +34,7 @@ import functools
 import itertools
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import torch
 
@@ -304,3 +305,14 @@ def _reference_exact(model: AttentionClassifier, shared: SharedPass, b: int, pos
         if (_reference_decode(model, shared, b, alphas) != shared.pred[b]).any():
             return size
     return 0
+
+
+def summarize(rows: pd.DataFrame) -> dict[str, float]:
+    """Per model and ranking (S&S Fig. 5-6): the share of instances whose decision flips, and the median
+    fraction removed before the first flip among those (nulls excluded, as S&S §5.3)."""
+    summary: dict[str, float] = {}
+    for name in (*RANKINGS, "exact"):
+        fractions = rows[f"frac_{name}"].dropna().astype(float)
+        summary[f"flipped_{name}"] = float(len(fractions) / max(len(rows), 1))
+        summary[f"frac_{name}_median"] = float(fractions.median()) if len(fractions) else float("nan")
+    return summary

@@ -22,6 +22,7 @@ never NaN. Float columns are float64, flips bool, indices int64 (see SCHEMA).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import torch
 
@@ -121,3 +122,13 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
             flips[b, column] = int(q.argmax()) != int(shared.pred[b])
             ranks[b, column] = rank
     return _columns(js, weights, flips, ranks, keep)
+
+
+def summarize(rows: pd.DataFrame) -> dict[str, float]:
+    """Per model: S&S Table 2's flip contingency (shares of instances) and the share of negative delta JS."""
+    kept = rows.dropna(subset=["flip_top"])
+    top, rand = kept["flip_top"].astype(bool), kept["flip_rand"].astype(bool)
+    n = max(len(kept), 1)
+    return {"flip_top_only": float((top & ~rand).sum() / n), "flip_rand_only": float((~top & rand).sum() / n),
+            "flip_both": float((top & rand).sum() / n), "flip_neither": float((~top & ~rand).sum() / n),
+            "delta_js_negative": float((kept["delta_js"].astype(float) < 0).sum() / n)}

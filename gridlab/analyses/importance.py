@@ -5,6 +5,7 @@ measures of Jain & Wallace §4.1, Algorithm 1 (SPEC §3 A), shared by every anal
     >>> g = gradient_importance(model, batch, shared)      # (B, T) |grad_{e_t} y . e_t|, 0 outside the mask
     >>> d = leave_one_out(model, batch, shared)            # (B, T) TVD(y(x_-t), y(x)), 0 outside the mask
     >>> probs = leave_one_out_probs(model, batch, shared)  # (B, T, C) the outputs behind d
+    >>> reference_leave_one_out(model, shared)             # the same as a per-instance loop (test oracle)
 
 Both are aligned with `shared.encoded.mask`: tokens for flat and pair models (the premise only: attention
 is over the premise, the query is left as it is), sentences for hierarchical (HAN) models.
@@ -15,17 +16,17 @@ embedding gradient dotted with the token's embedding. `y` is the probability of 
 `shared.alpha`: for learned attention it equals `model.attend(...).detach()` on the same input, and for
 random attention it is the draw that produced `shared.probs`. One backward serves the whole batch (instances
 never interact, so the gradient of the summed y is each instance's own). dy/dlogits = y (e_pred - p) is
-formed from log-probabilities, so a confident prediction whose y rounds to 1.0 in float32 still gets the
-exact direction (autograd through softmax would lose the 1 - y term and keep only -y p_c).
+formed with 1 - y as the sum of the other probabilities, so a confident prediction whose y rounds to 1.0 in float32 still gets the
+exact direction (autograd through softmax would round 1 - y to 0 and keep only the -y p_c terms).
 For HAN an item is a sentence: its words' contributions `grad_{e_w} y . e_w` are summed, then the
 absolute value taken (the one-hot gradient of the sentence as one unit: all its words scaled together).
 Only the final (sentence) attention is detached; the word attention is part of the sentence encoder.
 
 Leave-one-out. Item t is deleted and the sequence shortens (`<sos>`/`<eos>` stay, `lengths` drop by 1),
 as J&W's `x_-t`; for HAN sentence t is deleted from the document. All deletions of a batch are built at
-once by gathering each row with a shifted index (no loop over positions) and padded with one trailing
-`<pad>` slot, so the rows keep the batch's width; padding never changes a model's output. They run in
-chunks of at most `chunk_elements` activations. Deleting the only item leaves an empty sequence, which the
+once by gathering each row with a shifted index (no loop over positions); a shortened row ends in padding
+(a `<pad>` slot appended to the source rows), and padding never changes a model's output. They run in chunks
+of at most `chunk_elements` activations, each as wide as its longest row. Deleting the only item leaves an empty sequence, which the
 projections turn into alpha = 0 and the zero context.
 
 What is optimised: for flat and pair models whose premise encoder is local (`average`, `noenc`: position-wise;
@@ -57,12 +58,13 @@ LOO_CHUNK_ELEMENTS = 1 << 23
 
 
 def prediction_gradient(logits: torch.Tensor, pred: torch.Tensor) -> torch.Tensor:
-    """(B, C) d y / d logits for y = softmax(logits)_pred: y (e_pred - p), with 1 - y taken as
-    -expm1(log y) so that it does not cancel to 0 when y rounds to 1."""
-    log_probs = torch.log_softmax(logits, dim=-1)  # (B, C)
+    """(B, C) d y / d logits for y = softmax(logits)_pred: y (e_pred - p), with 1 - y taken as the sum of
+    the other classes' probabilities, which stays exact when y itself rounds to 1."""
+    probs = torch.softmax(logits, dim=-1)  # (B, C)
     chosen = torch.nn.functional.one_hot(pred, logits.shape[-1]).bool()  # (B, C)
-    log_y = log_probs.gather(-1, pred[:, None])  # (B, 1)
-    return log_y.exp() * torch.where(chosen, -torch.expm1(log_y), -log_probs.exp())
+    others = probs.masked_fill(chosen, 0.0)  # (B, C)
+    y = probs.gather(-1, pred[:, None])  # (B, 1)
+    return y * torch.where(chosen, others.sum(-1, keepdim=True), -others)
 
 
 def input_gradient(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> tuple[torch.Tensor, torch.Tensor]:
@@ -223,7 +225,7 @@ def _respliced(model: AttentionClassifier, batch: Batch, embedded: torch.Tensor,
 def reference_gradient_importance(model: AttentionClassifier, shared: SharedPass) -> torch.Tensor:
     """`gradient_importance` as a loop: each instance alone, alpha recomputed and detached, and y's gradient
     by plain autograd through the softmax."""
-    out = torch.zeros(shared.encoded.mask.shape, dtype=torch.float32, device=shared.alpha.device)
+    out = torch.zeros(shared.encoded.mask.shape, dtype=shared.probs.dtype, device=shared.probs.device)
     for b in range(shared.batch.size):
         rows = instance_rows(shared.batch, b)
         alone = collate(rows, sentences="sentence_starts" in rows).to(shared.alpha.device)
@@ -233,7 +235,7 @@ def reference_gradient_importance(model: AttentionClassifier, shared: SharedPass
             alpha = model.attend(encoded.h, encoded.mask, encoded.query).detach()
             y = torch.softmax(model.decode(encoded.h, alpha, encoded.query), dim=-1)[0, shared.pred[b]]
             (gradient,) = torch.autograd.grad(y, embedded)
-        contributions = (gradient * embedded).sum(-1)[0]  # (T,) tokens or (S, W) words
+        contributions = (gradient * embedded.detach()).sum(-1)[0]  # (T,) tokens or (S, W) words
         per_item = contributions.reshape(encoded.mask.shape[1], -1).sum(-1)  # (T,)
         out[b, shared.encoded.mask[b]] = per_item[encoded.mask[0]].abs()
     return out
@@ -243,7 +245,7 @@ def reference_gradient_importance(model: AttentionClassifier, shared: SharedPass
 def reference_leave_one_out(model: AttentionClassifier, shared: SharedPass) -> torch.Tensor:
     """`leave_one_out` as a loop: each instance alone, each item deleted from its column lists and the
     instance rebuilt with `collate`, one forward per deletion."""
-    out = torch.zeros(shared.encoded.mask.shape, dtype=torch.float32, device=shared.alpha.device)
+    out = torch.zeros(shared.encoded.mask.shape, dtype=shared.probs.dtype, device=shared.probs.device)
     for b in range(shared.batch.size):
         rows = instance_rows(shared.batch, b)
         hierarchical = "sentence_starts" in rows

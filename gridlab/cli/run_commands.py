@@ -41,7 +41,8 @@ def analyze(
     address: Annotated[Optional[str], typer.Option(help="Ray address; default: the grid's ray.address.")] = None,
 ) -> None:
     """Run or resume only the analyses, on every trained cell (parts already written are skipped)."""
-    from gridlab.shards.actors import run_analyses
+    from gridlab.shards.actors import run_analyses, summarize
+    from gridlab.trials.launch import tracker_for
     from gridlab.trials.ray_session import ray_session
 
     expanded = load(grid)
@@ -50,6 +51,7 @@ def analyze(
             raise GridlabError(unknown("analysis", analysis_id, list(expanded.analyses)) + f" (the analyses of {grid})")
     with ray_session(address if address is not None else expanded.spec.ray.address):
         report = run_analyses(expanded, emit=echo, only=analysis or None)
+        summarize(expanded, tracker_for(expanded), echo)
     echo(f"analyses: {report.written} parts written, {report.skipped} already there")
 
 

@@ -21,6 +21,7 @@ from gridlab.analyses.registry import ANALYSES
 from gridlab.checkpoints import ModelStore
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.results.parts import part_path
+from gridlab.results.summary import log_summaries, summary_path, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 from gridlab.shards.plan import plan_shards
 from gridlab.shards.runner import ShardJob, ShardRunner, rows_in_test_split
@@ -92,6 +93,15 @@ def run_analyses(grid: ExpandedGrid, emit: Callable[[str], None], only: list[str
     for actor in actors:
         ray.kill(actor)
     return AnalysisReport(written, existing, not_implemented)
+
+
+def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
+    """summary.parquet from every part written so far, and the numbers on each cell's MLflow run."""
+    frame = write_summary(grid)
+    if frame.empty:
+        return
+    updated = log_summaries(grid, frame, tracker)
+    emit(f"summaries: {len(frame)} cells in {summary_path(grid.results_dir)}, logged to {updated} MLflow runs")
 
 
 def _clock(started: float) -> str:

@@ -25,7 +25,7 @@ from gridlab.errors import GridlabError
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
 from gridlab.tracking.runs import Tracker
-from gridlab.shards.actors import run_analyses
+from gridlab.shards.actors import run_analyses, summarize
 from gridlab.trials.progress import GridProgress
 from gridlab.trials.ray_session import ray_session
 from gridlab.trials.trainable import cell_id_of, train_cell, trial_params
@@ -65,6 +65,7 @@ def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Call
         report = _train(grid, pending, force, emit)
         if grid.analyses:
             run_analyses(grid, emit)
+            summarize(grid, tracker_for(grid), emit)
     return report
 
 

@@ -80,6 +80,13 @@ def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path
         assert len(frame) == 4 * 60 and set(frame["cell_id"]) == {c.id for c in grid_cells}
         assert sorted(frame[frame["cell_id"] == grid_cells[0].id]["instance_id"]) == list(range(60))
     written = {p: p.stat().st_mtime_ns for p in parts}
+    summary = pd.read_parquet(tmp_path / "runs" / "g" / "summary.parquet")
+    assert sorted(summary["cell_id"]) == sorted(c.id for c in grid_cells)
+    for cell_id, rows in pd.read_parquet(tmp_path / "runs" / "g" / "analyses" / "permutation").groupby("cell_id"):
+        recorded = summary.set_index("cell_id").loc[cell_id, "permutation.tvd_median_median"]
+        assert recorded == pytest.approx(rows["tvd_median"].median())  # recomputed from the rows
+    logged = runs(tmp_path, "g", "tags.`gridlab.kind` = 'cell'")
+    assert logged["metrics.permutation.tvd_median_median"].notna().all()
 
     again = launch(path)
     assert again.exit_code == 0

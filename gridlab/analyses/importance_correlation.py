@@ -1,0 +1,76 @@
+"""`importance_correlation` — Jain & Wallace §4.1, Algorithm 1 (SPEC §3 A): does attention rank the inputs
+as the gradient and leave-one-out importance measures do?
+
+    >>> context = AnalysisContext(cell_id, model.eval(), device, NoParams())
+    >>> columns = importance_correlation.run(context, forward_once(model, batch))
+    >>> columns["tau_g"], columns["p_g"]          # (B,) float64: Kendall tau-b of alpha with g, its p-value
+    >>> columns["tau_loo"], columns["p_loo"]      # (B,) float64: the same with leave-one-out TVDs
+
+Per instance, over the items of the final attention layer (`shared.encoded.mask`: tokens, the premise's
+tokens for pair tasks, sentences for HAN): `g_t = |grad_{e_t} y . e_t|` with alpha held constant and
+`d_t = TVD(y(x_-t), y(x))` with item t deleted (see `gridlab.analyses.importance` for both, batched), then
+`scipy.stats.kendalltau(alpha, g, variant="b")` and likewise with d, with the two-sided p-values scipy gives.
+
+All four columns are NaN where tau-b is undefined: fewer than 2 items, a constant alpha (uniform attention,
+T = 1) or a constant importance vector (tau-b's denominator is 0; scipy would return NaN with a warning),
+or a non-finite importance value (uniform or random attention over an empty shortened sequence).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import torch
+from scipy.stats import kendalltau
+
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import SharedPass
+from gridlab.analyses.importance import (gradient_importance, leave_one_out, reference_gradient_importance,
+                                         reference_leave_one_out)
+
+ID = "importance_correlation"
+VERSION = 1
+SCHEMA = pa.schema([
+    ("tau_g", pa.float64()),
+    ("p_g", pa.float64()),
+    ("tau_loo", pa.float64()),
+    ("p_loo", pa.float64()),
+])
+
+
+def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+    """One backward for the gradients and chunked batched forwards for all deletions; scipy per instance."""
+    g = gradient_importance(context.model, shared.batch, shared)
+    d = leave_one_out(context.model, shared.batch, shared)
+    return correlation_columns(shared.alpha, shared.encoded.mask, g, d)
+
+
+def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+    """Algorithm 1 as written: each instance alone, one backward each, one forward per deleted item."""
+    g = reference_gradient_importance(context.model, shared)
+    d = reference_leave_one_out(context.model, shared)
+    return correlation_columns(shared.alpha, shared.encoded.mask, g, d)
+
+
+def correlation_columns(alpha: torch.Tensor, mask: torch.Tensor, g: torch.Tensor,
+                        d: torch.Tensor) -> dict[str, np.ndarray]:
+    """alpha, g, d (B, T) and mask (B, T) -> the SCHEMA columns, each (B,) float64."""
+    rows = []
+    for weights, present, gradient, loo in zip(_numpy(alpha), mask.cpu().numpy(), _numpy(g), _numpy(d)):
+        rows.append((*kendall(weights[present], gradient[present]), *kendall(weights[present], loo[present])))
+    values = np.asarray(rows, dtype=np.float64).reshape(len(rows), 4)  # (B, 4), also for B = 0
+    return {name: values[:, i].copy() for i, name in enumerate(SCHEMA.names)}
+
+
+def kendall(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """(tau-b, two-sided p) of two equally long vectors; (NaN, NaN) where tau-b is undefined."""
+    if len(a) < 2 or not (np.isfinite(a).all() and np.isfinite(b).all()) or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return math.nan, math.nan
+    result = kendalltau(a, b, variant="b")
+    return float(result.statistic), float(result.pvalue)
+
+
+def _numpy(x: torch.Tensor) -> np.ndarray:
+    return x.detach().double().cpu().numpy()

@@ -1,0 +1,64 @@
+"""Per-model summaries of the analysis rows: one row per cell in `results_dir/<grid>/summary.parquet`
+(the cell's axes, then `<analysis>.<metric>` columns), and the same numbers as metrics on the cell's
+MLflow run. Each analysis module's `summarize(rows)` defines its own numbers (medians, flip shares, ...).
+
+    >>> frame = write_summary(expanded)          # reads the Parquet parts, writes summary.parquet
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from gridlab.analyses.implementations import IMPLEMENTATIONS
+from gridlab.checkpoints import ModelStore
+from gridlab.grid.expand import ExpandedGrid
+from gridlab.results.parts import AXES, write_part
+
+
+def summary_path(grid_results: Path) -> Path:
+    return grid_results / "summary.parquet"
+
+
+def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
+    """One row per trained cell with rows in any analysis; empty when no analysis has run."""
+    by_cell: dict[str, dict[str, object]] = {}
+    for analysis_id, module in IMPLEMENTATIONS.items():
+        folder = grid.results_dir / "analyses" / analysis_id
+        if analysis_id not in grid.analyses or not folder.is_dir():
+            continue
+        rows = pd.read_parquet(folder)
+        for cell_id, cell_rows in rows.groupby("cell_id"):
+            summary = by_cell.setdefault(cell_id, {})
+            summary[f"{analysis_id}.instances"] = float(len(cell_rows))
+            summary.update({f"{analysis_id}.{k}": v for k, v in module.summarize(cell_rows).items()})
+    configs = {c.id: c.config for c in grid.cells}
+    records = [{"grid": grid.spec.name, "cell_id": cell_id,
+                **{axis: getattr(configs[cell_id], axis) for axis in AXES}, **metrics}
+               for cell_id, metrics in sorted(by_cell.items()) if cell_id in configs]
+    return pd.DataFrame.from_records(records)
+
+
+def write_summary(grid: ExpandedGrid) -> pd.DataFrame:
+    frame = summarize_grid(grid)
+    if not frame.empty:
+        write_part(summary_path(grid.results_dir), pa.Table.from_pandas(frame, preserve_index=False))
+    return frame
+
+
+def log_summaries(grid: ExpandedGrid, frame: pd.DataFrame, tracker) -> int:
+    """Log each cell's summary as metrics on its MLflow run; returns how many runs were updated."""
+    store = ModelStore(grid.results_dir)
+    updated = 0
+    for record in frame.to_dict("records"):
+        folder = store.cell(record["cell_id"])
+        if not (folder.path / "tracking.json").is_file():
+            continue
+        metrics = {k: float(v) for k, v in record.items()
+                   if "." in k and isinstance(v, (int, float)) and not math.isnan(float(v))}
+        tracker.log_epoch(folder.read("tracking.json")["mlflow_run_id"], 0, metrics)
+        updated += 1
+    return updated
