@@ -1,0 +1,295 @@
+"""`importance_correlation` (J&W §4.1, Algorithm 1) and its building blocks in `gridlab.analyses.importance`:
+a model that provably ignores one token, the gradient against finite differences, leave-one-out against an
+instance rebuilt with `collate`, `run` == `reference` on small real models (flat, pair, HAN), saturated
+predictions, bounds, batching / padding / chunking invariance and determinism."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import kendalltau
+from torch import nn
+
+from gridlab.analyses import importance_correlation
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import forward_once, tvd
+from gridlab.analyses.importance import (gradient_importance, leave_one_out, leave_one_out_probs,
+                                         reference_gradient_importance, reference_leave_one_out)
+from gridlab.analyses.importance_correlation import kendall
+from gridlab.analyses.registry import NoParams
+from gridlab.data.batching import Batch, collate
+from gridlab.data.config import DataConfig
+from gridlab.data.prepare import load_dataset
+from gridlab.data.synthetic import SyntheticConfig
+from gridlab.data.vocab import PAD_ID
+from gridlab.grid.schema import CellConfig, ModelConfig
+from gridlab.models.attention import Attention, AttentionSpec
+from gridlab.models.classifier import AttentionClassifier, Encoded
+from gridlab.models.factory import build_model
+
+CELL = "cell-under-test"
+TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
+ENCODERS = ["lstm", "gru", "cnn", "average", "noenc"]
+DATASET = {"flat": "synthetic", "pair": "sick", "han": "20news"}
+COUNT = 6  # instances per batch in the real-model tests
+
+
+@pytest.fixture(scope="module")
+def datasets(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    tmp = tmp_path_factory.mktemp("importance")
+    synthetic = DataConfig(synthetic=SyntheticConfig(n_train=60, n_dev=5, n_test=16, planted=1, distractors=0,
+                                                     min_length=1, max_length=12))
+    return {
+        "synthetic": load_dataset("synthetic", tmp, tmp / "cache", synthetic),
+        "sick": load_dataset("sick", data_dir, tmp / "cache", DataConfig()),
+        "20news": load_dataset("20news", data_dir, tmp / "cache", DataConfig(max_length=60)),
+    }
+
+
+def model_of(datasets, architecture: str, encoder: str, alignment: str = "additive", seed: int = 0):
+    dataset = DATASET[architecture]
+    config = CellConfig(dataset=dataset, encoder=encoder, attention=alignment, architecture=architecture,
+                        seed=seed, model=TINY)
+    return build_model(config, datasets[dataset]).eval(), datasets[dataset]
+
+
+def rows_of(data, start: int = 0, count: int = COUNT) -> dict:
+    return data.splits["test"].slice(start, count).to_pydict()
+
+
+def batch_of(rows: dict, architecture: str) -> Batch:
+    return collate(rows, sentences=architecture == "han")
+
+
+def context(model) -> AnalysisContext:
+    return AnalysisContext(CELL, model, torch.device("cpu"), NoParams())
+
+
+def assert_columns_close(a: dict, b: dict, atol: float = 1e-6) -> None:
+    assert set(a) == set(b) == set(importance_correlation.SCHEMA.names)
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], rtol=0, atol=atol, err_msg=name)  # NaN == NaN
+
+
+def assert_importance_close(actual: torch.Tensor, expected: torch.Tensor, rtol: float = 1e-5) -> None:
+    """Elementwise within rtol of the largest value (the values of an untrained model are small)."""
+    assert actual.shape == expected.shape
+    scale = float(expected.abs().max()) or 1.0
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=rtol * scale)
+
+
+# ----- a model that ignores one token --------------------------------------------------------------------
+
+IGNORED = 7
+
+
+class IgnoresToken(AttentionClassifier):
+    """noenc with token IGNORED mapped to the zero vector and given attention weight exactly 0 (masked
+    in the projection): its embedding never reaches the output, and deleting it leaves every other h, the
+    other weights (normalised over the same positions) and so the output unchanged."""
+
+    def __init__(self, vocab: int, dim: int = 6, classes: int = 2):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embedding = nn.Embedding(vocab, dim, padding_idx=PAD_ID)
+        self.attention = Attention(AttentionSpec("additive", "softmax"), dim, None, 4)
+        self.classifier = nn.Linear(dim, classes)
+
+    def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
+        x = self.embed(batch) if embedded is None else embedded
+        return Encoded(x * (batch.ids != IGNORED).unsqueeze(-1), batch.mask)
+
+    def attend(self, h, mask, query=None):
+        return self.attention(h, mask & (h != 0).any(-1), query)
+
+    def output(self, context, query):
+        return self.classifier(context)
+
+
+def test_an_ignored_token_has_zero_gradient_and_leave_one_out_importance():
+    docs = [[4, IGNORED, 5, 6], [IGNORED, 8, 9], [5, 6, IGNORED, IGNORED, 10, 4], [IGNORED, 4]]
+    model = IgnoresToken(vocab=12).eval()
+    batch = collate({"ids": docs, "label": [0] * len(docs), "instance_id": list(range(len(docs)))})
+    shared = forward_once(model, batch)
+    g = gradient_importance(model, batch, shared)
+    d = leave_one_out(model, batch, shared)
+    ignored = batch.ids == IGNORED
+    assert (shared.alpha[ignored] == 0).all()
+    assert (g[ignored] == 0).all()  # h = 0 * e: the gradient is exactly 0
+    assert d[ignored].abs().max() < 1e-7  # same h and weights elsewhere; only float reordering remains
+    others = batch.mask & ~ignored
+    assert (g[others] > 1e-6).all() and (d[others] > 1e-6).all()  # the other tokens do matter
+    assert (g[~batch.mask] == 0).all() and (d[~batch.mask] == 0).all()
+    # instance 3 is "IGNORED 4": deleting 4 leaves nothing to attend to, so the zero context
+    empty = torch.softmax(model.classifier.bias, -1)
+    assert d[3, 2] == pytest.approx(float(tvd(empty, shared.probs[3])), abs=1e-6)
+
+
+# ----- hand-derived identities on a real model -----------------------------------------------------------
+
+
+def test_gradient_is_the_derivative_of_scaling_the_embedding(datasets):
+    # g_t = |d/de y(e_t (1 + eps))| at eps = 0, with alpha held at the shared pass's value: the one-hot
+    # gradient of J&W. Central differences in float64.
+    model, data = model_of(datasets, "flat", "lstm")
+    model = model.double()
+    batch = batch_of(rows_of(data, count=2), "flat")
+    shared = forward_once(model, batch)
+    g = gradient_importance(model, batch, shared)
+    eps = 1e-6
+    embedded = model.embed(batch).detach()
+    for b, t in shared.encoded.mask.nonzero().tolist():
+        ys = []
+        for sign in (1, -1):
+            scaled = embedded.clone()
+            scaled[b, t] *= 1 + sign * eps
+            with torch.no_grad():
+                encoded = model.encode(batch, embedded=scaled)
+                probs = torch.softmax(model.decode(encoded.h, shared.alpha, encoded.query), -1)
+            ys.append(float(probs[b, shared.pred[b]]))
+        assert float(g[b, t]) == pytest.approx(abs(ys[0] - ys[1]) / (2 * eps), rel=1e-5, abs=1e-12)
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "cnn"])
+def test_leave_one_out_equals_the_instance_rebuilt_without_the_token(datasets, encoder):
+    model, data = model_of(datasets, "flat", encoder)
+    rows = rows_of(data)
+    shared = forward_once(model, batch_of(rows, "flat"))
+    probs = leave_one_out_probs(model, shared.batch, shared)
+    d = leave_one_out(model, shared.batch, shared)
+    b = int(np.argmax([len(ids) for ids in rows["ids"]]))
+    tokens = rows["ids"][b]
+    for t in range(len(tokens)):
+        alone = {"ids": [tokens[:t] + tokens[t + 1 :]], "label": rows["label"][b : b + 1],
+                 "instance_id": rows["instance_id"][b : b + 1]}
+        with torch.no_grad():
+            expected = torch.softmax(model(collate(alone)), -1)[0]
+        torch.testing.assert_close(probs[b, t + 1], expected, rtol=0, atol=1e-6)  # slot t + 1: after <sos>
+        assert float(d[b, t + 1]) == pytest.approx(float(tvd(expected, shared.probs[b])), abs=1e-6)
+
+
+def test_kendall_is_scipy_tau_b_and_nan_where_undefined():
+    a, b = np.array([0.1, 0.4, 0.4, 0.1, 0.0]), np.array([3.0, 1.0, 2.0, 2.0, 0.5])  # ties on both sides
+    expected = kendalltau(a, b, variant="b")
+    assert kendall(a, b) == pytest.approx((expected.statistic, expected.pvalue))
+    assert kendall(np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 8.0]))[0] == pytest.approx(1.0)
+    assert kendall(np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0]))[0] == pytest.approx(-1.0)
+    for x, y in (([0.5], [1.0]), ([], []), ([0.5, 0.5], [1.0, 2.0]), ([0.2, 0.8], [1.0, 1.0]),
+                 ([0.2, 0.8], [1.0, math.nan])):
+        assert all(math.isnan(v) for v in kendall(np.array(x), np.array(y)))
+
+
+# ----- run == reference on small real models -------------------------------------------------------------
+
+CASES = [*itertools.product(["flat", "pair"], ENCODERS, ["additive", "dot"]),
+         ("han", "lstm", "additive"), ("han", "cnn", "dot")]
+
+
+@pytest.mark.parametrize(("architecture", "encoder", "alignment"), CASES)
+def test_run_equals_reference_and_bounds(datasets, architecture, encoder, alignment):
+    model, data = model_of(datasets, architecture, encoder, alignment)
+    shared = forward_once(model, batch_of(rows_of(data), architecture))
+    mask = shared.encoded.mask
+    g = gradient_importance(model, shared.batch, shared)
+    d = leave_one_out(model, shared.batch, shared, chunk_elements=3000)  # several chunks
+    assert_importance_close(g, reference_gradient_importance(model, shared))
+    assert_importance_close(d, reference_leave_one_out(model, shared))
+    assert (g[~mask] == 0).all() and (d[~mask] == 0).all()
+    assert (g >= 0).all() and ((d >= 0) & (d <= 1)).all()
+    assert (g[mask] > 0).any() and (d[mask] > 0).any()
+
+    columns = importance_correlation.run(context(model), shared)
+    assert_columns_close(columns, importance_correlation.reference(context(model), shared))
+    for name in importance_correlation.SCHEMA.names:
+        assert columns[name].dtype == np.float64 and columns[name].shape == (shared.batch.size,)
+    defined = mask.sum(-1).numpy() >= 2
+    assert not np.isnan(columns["tau_g"][defined]).any() and np.isnan(columns["tau_g"][~defined]).all()
+    for tau, p in (("tau_g", "p_g"), ("tau_loo", "p_loo")):
+        assert ((columns[tau][defined] >= -1) & (columns[tau][defined] <= 1)).all()
+        assert ((columns[p][defined] >= 0) & (columns[p][defined] <= 1)).all()
+
+
+def test_pair_importance_is_over_the_premise_only(datasets):
+    model, data = model_of(datasets, "pair", "cnn")
+    shared = forward_once(model, batch_of(rows_of(data), "pair"))
+    g = gradient_importance(model, shared.batch, shared)
+    d = leave_one_out(model, shared.batch, shared)
+    assert g.shape == d.shape == shared.batch.ids.shape  # premise slots, not query slots
+
+
+def test_single_item_instances_are_nan_and_their_deletion_is_the_empty_input(datasets):
+    model, data = model_of(datasets, "flat", "gru")
+    rows = {"ids": [[5], [5, 6, 7]], "label": [0, 1], "instance_id": [0, 1]}
+    shared = forward_once(model, collate(rows))
+    columns = importance_correlation.run(context(model), shared)
+    assert all(math.isnan(columns[name][0]) for name in importance_correlation.SCHEMA.names)
+    assert not math.isnan(columns["tau_g"][1])
+    with torch.no_grad():
+        empty = torch.softmax(model(collate({"ids": [[]], "label": [0], "instance_id": [0]})), -1)[0]
+    d = leave_one_out(model, shared.batch, shared)
+    assert float(d[0, 1]) == pytest.approx(float(tvd(empty, shared.probs[0])), abs=1e-6)
+
+
+# ----- saturated predictions ------------------------------------------------------------------------------
+
+
+def test_gradient_survives_a_prediction_that_rounds_to_one(datasets):
+    # margin ~25: y = 1.0 in float32, so autograd through the softmax would drop the 1 - y term; float64
+    # (1 - y ~ 1e-11) is still exact and is the oracle
+    model, data = model_of(datasets, "flat", "lstm")
+    with torch.no_grad():
+        model.classifier.bias.copy_(torch.tensor([0.0, 25.0]))
+    shared = forward_once(model, batch_of(rows_of(data), "flat"))
+    assert (shared.probs.max(-1).values == 1.0).all()
+    g = gradient_importance(model, shared.batch, shared)
+    wide = copy.deepcopy(model).double()
+    expected = reference_gradient_importance(wide, forward_once(wide, batch_of(rows_of(data), "flat")))
+    assert_importance_close(g.double(), expected, rtol=1e-4)
+    assert (g[shared.encoded.mask] > 0).all()
+
+
+# ----- invariance and determinism ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("architecture", "encoder"), [("flat", "lstm"), ("flat", "cnn"), ("pair", "average"),
+                                                       ("han", "gru")])
+def test_rows_do_not_depend_on_grouping_padding_or_chunking(datasets, architecture, encoder):
+    model, data = model_of(datasets, architecture, encoder)
+    rows = rows_of(data)
+    whole = forward_once(model, batch_of(rows, architecture))
+    g = gradient_importance(model, whole.batch, whole)
+    d = leave_one_out(model, whole.batch, whole)
+    torch.testing.assert_close(leave_one_out(model, whole.batch, whole, chunk_elements=1), d, rtol=0, atol=1e-6)
+    columns = importance_correlation.run(context(model), whole)
+
+    regrouped = {name: [] for name in columns}
+    for group in ([4, 1], [0], [5, 2, 3]):  # each group padded to its own width
+        picked = {k: [v[i] for i in group] for k, v in rows.items()}
+        shared = forward_once(model, batch_of(picked, architecture))
+        g_part = gradient_importance(model, shared.batch, shared)
+        d_part = leave_one_out(model, shared.batch, shared)
+        for row, b in enumerate(group):
+            width = int(shared.encoded.mask[row].nonzero().max()) + 1
+            assert_importance_close(g_part[row, :width], g[b, :width])
+            assert_importance_close(d_part[row, :width], d[b, :width])
+        part = importance_correlation.run(context(model), shared)
+        for name, values in part.items():
+            regrouped[name].extend(zip(group, values))
+    for name, pairs in regrouped.items():
+        values = np.array([v for _, v in sorted(pairs)])
+        np.testing.assert_allclose(values, columns[name], rtol=0, atol=1e-6, err_msg=name)
+
+
+def test_deterministic(datasets):
+    model, data = model_of(datasets, "flat", "cnn")
+    shared = forward_once(model, batch_of(rows_of(data), "flat"))
+    first = importance_correlation.run(context(model), shared)
+    second = importance_correlation.run(context(model), shared)
+    for name in first:
+        assert np.array_equal(first[name], second[name], equal_nan=True)
