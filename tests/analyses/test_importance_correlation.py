@@ -38,6 +38,7 @@ TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
 ENCODERS = ["lstm", "gru", "cnn", "average", "noenc"]
 DATASET = {"flat": "synthetic", "pair": "sick", "han": "20news"}
 COUNT = 6  # instances per batch in the real-model tests
+SHARPEN = 10.0
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,13 @@ def model_of(datasets, architecture: str, encoder: str, alignment: str = "additi
     dataset = DATASET[architecture]
     config = CellConfig(dataset=dataset, encoder=encoder, attention=alignment, architecture=architecture,
                         seed=seed, model=TINY)
-    return build_model(config, datasets[dataset]).eval(), datasets[dataset]
+    model = build_model(config, datasets[dataset]).eval()
+    with torch.no_grad():  # untrained, alpha is near uniform and the output near constant: sharpen both
+        for name, parameter in model.attention.named_parameters():
+            if name in ("context.weight", "learned_query"):  # the additive v / the dot-product query
+                parameter.mul_(SHARPEN)
+        model.classifier.weight.mul_(SHARPEN)
+    return model, datasets[dataset]
 
 
 def rows_of(data, start: int = 0, count: int = COUNT) -> dict:
@@ -127,7 +134,7 @@ def test_an_ignored_token_has_zero_gradient_and_leave_one_out_importance():
     assert (g[others] > 1e-6).all() and (d[others] > 1e-6).all()  # the other tokens do matter
     assert (g[~batch.mask] == 0).all() and (d[~batch.mask] == 0).all()
     # instance 3 is "IGNORED 4": deleting 4 leaves nothing to attend to, so the zero context
-    empty = torch.softmax(model.classifier.bias, -1)
+    empty = torch.softmax(model.classifier.bias.detach(), -1)
     assert d[3, 2] == pytest.approx(float(tvd(empty, shared.probs[3])), abs=1e-6)
 
 
@@ -199,7 +206,8 @@ def test_run_equals_reference_and_bounds(datasets, architecture, encoder, alignm
     g = gradient_importance(model, shared.batch, shared)
     d = leave_one_out(model, shared.batch, shared, chunk_elements=3000)  # several chunks
     assert_importance_close(g, reference_gradient_importance(model, shared))
-    assert_importance_close(d, reference_leave_one_out(model, shared))
+    # TVDs of float32 outputs: absolute error at the outputs' rounding, whatever the TVD's size
+    torch.testing.assert_close(d, reference_leave_one_out(model, shared), rtol=0, atol=1e-6)
     assert (g[~mask] == 0).all() and (d[~mask] == 0).all()
     assert (g >= 0).all() and ((d >= 0) & (d <= 1)).all()
     assert (g[mask] > 0).any() and (d[mask] > 0).any()
@@ -277,7 +285,7 @@ def test_rows_do_not_depend_on_grouping_padding_or_chunking(datasets, architectu
         for row, b in enumerate(group):
             width = int(shared.encoded.mask[row].nonzero().max()) + 1
             assert_importance_close(g_part[row, :width], g[b, :width])
-            assert_importance_close(d_part[row, :width], d[b, :width])
+            torch.testing.assert_close(d_part[row, :width], d[b, :width], rtol=0, atol=1e-6)
         part = importance_correlation.run(context(model), shared)
         for name, values in part.items():
             regrouped[name].extend(zip(group, values))
