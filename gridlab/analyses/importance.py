@@ -14,20 +14,23 @@ Gradient. `g_t = |sum_w 1[x_tw = 1] dy/dx_tw|`, the gradient with respect to the
 embedding gradient dotted with the token's embedding. `y` is the probability of the predicted class
 `shared.pred`; the graph is cut at the final attention layer (alpha is a constant). The constant is
 `shared.alpha`: for learned attention it equals `model.attend(...).detach()` on the same input, and for
-random attention it is the draw that produced `shared.probs`. One backward serves the whole batch (instances
-never interact, so the gradient of the summed y is each instance's own). dy/dlogits = y (e_pred - p) is
-formed with 1 - y as the sum of the other probabilities, so a confident prediction whose y rounds to 1.0 in float32 still gets the
-exact direction (autograd through softmax would round 1 - y to 0 and keep only the -y p_c terms).
+random attention it is the draw that produced `shared.probs`. One backward serves the whole batch
+(instances never interact, so the gradient of the summed y is each instance's own). dy/dlogits =
+y (e_pred - p) is formed with 1 - y as the sum of the other probabilities, so a confident prediction whose
+y rounds to 1.0 in float32 still gets the exact direction (autograd through softmax would round 1 - y to 0
+and keep only the -y p_c terms).
 For HAN an item is a sentence: its words' contributions `grad_{e_w} y . e_w` are summed, then the
 absolute value taken (the one-hot gradient of the sentence as one unit: all its words scaled together).
 Only the final (sentence) attention is detached; the word attention is part of the sentence encoder.
 
 Leave-one-out. Item t is deleted and the sequence shortens (`<sos>`/`<eos>` stay, `lengths` drop by 1),
-as J&W's `x_-t`; for HAN sentence t is deleted from the document. All deletions of a batch are built at
-once by gathering each row with a shifted index (no loop over positions); a shortened row ends in padding
-(a `<pad>` slot appended to the source rows), and padding never changes a model's output. They run in chunks
-of at most `chunk_elements` activations, each as wide as its longest row. Deleting the only item leaves an empty sequence, which the
-projections turn into alpha = 0 and the zero context.
+as J&W's `x_-t`; for HAN sentence t is deleted from the document. The TVD is taken from the classes other
+than the prediction (`tvd_beside`), which keeps it exact when the predicted probability rounds to 1.
+All deletions of a batch are built at once by gathering each row with a shifted index (no loop over
+positions); a shortened row ends in padding (a `<pad>` slot appended to the source rows), and padding never
+changes a model's output. They run in chunks of at most `chunk_elements` activations, each chunk as wide
+as its longest row. Deleting the only item leaves an empty sequence, which the projections turn into
+alpha = 0 and the zero context.
 
 What is optimised: for flat and pair models whose premise encoder is local (`average`, `noenc`: position-wise;
 `cnn`: outputs within the widest kernel's radius r of the gap), the deletion's representations are the
@@ -41,16 +44,22 @@ Random attention draws new weights for each shortened row, so its leave-one-out 
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from gridlab.analyses.common import SharedPass, tvd
 from gridlab.data.batching import Batch, Sentences, collate
 from gridlab.data.vocab import PAD_ID
-from gridlab.models.classifier import AttentionClassifier, FlatClassifier, PairClassifier
+from gridlab.models.classifier import (
+    AttentionClassifier,
+    FlatClassifier,
+    PairClassifier,
+)
 from gridlab.models.encoders import Average, Convolutional, Identity
 
-# Activations (rows x width x features) per model call for leave-one-out: all T deletions of a 32-document
-# batch of 500 tokens are 16k rows; this keeps one chunk's largest tensors at tens of MB.
+# Slots x features (rows x width x max(embedding, h) size) per leave-one-out model call: all T deletions of a
+# 32-document batch of 500 tokens are 16k rows, far too many at once; short batches still run in one call.
 LOO_CHUNK_ELEMENTS = 1 << 23
 
 
@@ -97,7 +106,20 @@ def leave_one_out(model: AttentionClassifier, batch: Batch, shared: SharedPass,
                   chunk_elements: int = LOO_CHUNK_ELEMENTS) -> torch.Tensor:
     """(B, T) d_t = TVD(y(x_-t), y(x)) per attention item, 0 outside `shared.encoded.mask`."""
     probs = leave_one_out_probs(model, batch, shared, chunk_elements)  # (B, T, C)
-    return tvd(probs, shared.probs[:, None, :]) * shared.encoded.mask
+    return tvd_beside(probs, shared.probs[:, None, :], shared.pred) * shared.encoded.mask
+
+
+def tvd_beside(p: torch.Tensor, q: torch.Tensor, dominant: torch.Tensor) -> torch.Tensor:
+    """TVD(p, q) over the last axis (C), from every class but `dominant` (B,) (p and q are (B, ..., C)).
+
+    The dominant class's difference is minus the sum of the others' (both sum to 1), so TVD =
+    1/2 (|sum_c d_c| + sum_c |d_c|) over the others. Equal to `tvd`, but when q's top class rounds to 1 in
+    float32 its difference is rounding noise while the small classes' differences are still exact.
+    """
+    chosen = torch.nn.functional.one_hot(dominant, p.shape[-1]).bool()  # (B, C)
+    chosen = chosen.reshape(len(dominant), *([1] * (p.dim() - 2)), p.shape[-1])  # (B, 1.., C)
+    diff = (p - q).masked_fill(chosen, 0.0)  # (B, ..., C)
+    return 0.5 * (diff.sum(-1).abs() + diff.abs().sum(-1))
 
 
 @torch.no_grad()
@@ -133,7 +155,7 @@ def shift_index(positions: torch.Tensor, width: int) -> torch.Tensor:
     return j[None, :] + (j[None, :] >= positions[:, None]).long()  # (n, width)
 
 
-def with_pad_slot(x: torch.Tensor, value: float | int | bool) -> torch.Tensor:
+def with_pad_slot(x: torch.Tensor, value: float | bool) -> torch.Tensor:
     """x (B, T, ...) -> (B, T + 1, ...) with a trailing slot filled with `value`."""
     pad = x.new_full((x.shape[0], 1, *x.shape[2:]), value)
     return torch.cat([x, pad], dim=1)
@@ -146,8 +168,8 @@ def deleted_batch(batch: Batch, rows: torch.Tensor, index: torch.Tensor) -> Batc
     take = rows[:, None], index  # advanced indexing: (n, width) without materialising the (n, T) rows first
     query = {}
     if batch.query_ids is not None:
-        query = dict(query_ids=batch.query_ids[rows], query_mask=batch.query_mask[rows],
-                     query_lengths=batch.query_lengths[rows])
+        query = {"query_ids": batch.query_ids[rows], "query_mask": batch.query_mask[rows],
+                 "query_lengths": batch.query_lengths[rows]}
     common = dict(labels=batch.labels[rows], instance_ids=batch.instance_ids[rows], **query)
     if batch.sentences is not None:
         s = batch.sentences
@@ -163,10 +185,11 @@ def _extents(batch: Batch) -> torch.Tensor:
     """(B,) slots holding each row's content: tokens with markers, or sentences (a prefix of the row)."""
     if batch.sentences is not None:
         return batch.sentences.doc_mask.sum(-1)
-    return batch.lengths.to(batch.ids.device)
+    return batch.lengths
 
 
 def _features_per_slot(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> int:
+    """The largest activation per slot of a deletion row (a HAN slot is a sentence of W words)."""
     words = 1 if batch.sentences is None else batch.sentences.ids.shape[-1]
     return words * max(model.embedding.embedding_dim, shared.encoded.h.shape[-1])
 
@@ -281,7 +304,7 @@ def without_item(rows: dict[str, list], t: int) -> dict[str, list]:
     if "sentence_starts" not in rows:
         return {**rows, "ids": [ids[:t] + ids[t + 1 :]]}
     bounds = [*rows["sentence_starts"][0], len(ids)]
-    sentences = [ids[start:stop] for start, stop in zip(bounds, bounds[1:])]
+    sentences = [ids[start:stop] for start, stop in itertools.pairwise(bounds)]
     kept = sentences[:t] + sentences[t + 1 :]
     return {**rows, "ids": [[token for sentence in kept for token in sentence]],
             "sentence_starts": [_starts([len(sentence) for sentence in kept])]}

@@ -3,32 +3,44 @@ as the gradient and leave-one-out importance measures do?
 
     >>> context = AnalysisContext(cell_id, model.eval(), device, NoParams())
     >>> columns = importance_correlation.run(context, forward_once(model, batch))
-    >>> columns["tau_g"], columns["p_g"]          # (B,) float64: Kendall tau-b of alpha with g, its p-value
-    >>> columns["tau_loo"], columns["p_loo"]      # (B,) float64: the same with leave-one-out TVDs
+    >>> columns["tau_g"], columns["p_g"]          # (B,) floats or None: Kendall tau-b of alpha with g, its p
+    >>> columns["tau_loo"], columns["p_loo"]      # (B,) the same with leave-one-out TVDs
 
 Per instance, over the items of the final attention layer (`shared.encoded.mask`: tokens, the premise's
 tokens for pair tasks, sentences for HAN): `g_t = |grad_{e_t} y . e_t|` with alpha held constant and
 `d_t = TVD(y(x_-t), y(x))` with item t deleted (see `gridlab.analyses.importance` for both, batched), then
 `scipy.stats.kendalltau(alpha, g, variant="b")` and likewise with d, with the two-sided p-values scipy gives.
 
-All four columns are NaN where tau-b is undefined: fewer than 2 items, a constant alpha (uniform attention,
-T = 1) or a constant importance vector (tau-b's denominator is 0; scipy would return NaN with a warning),
-or a non-finite importance value (uniform or random attention over an empty shortened sequence).
+The columns are float64 in the schema; the arrays `run` returns are object arrays holding None (an Arrow
+null, as every analysis writes a missing value; never NaN) where tau-b is undefined: fewer than 2 items, a
+constant alpha (uniform attention) or a constant importance vector (tau-b's denominator is 0; scipy would
+return NaN with a warning), or a non-finite importance value (uniform or random attention over an empty
+shortened sequence gives 0/0). The g and d pairs are null independently.
+
+Values are ranked as computed, as in J&W's code: no tolerance merges near-equal importances. Where two items
+are mathematically tied (deleting either copy of a repeated token under the order-free `average`/`noenc`
+encoders) float32 noise orders their d values, and that order can differ with the batch an instance is
+computed in; alpha ties such tokens exactly, so tau_loo moves only through tau-b's tie correction (under
+0.01 on SICK premises). A tolerance was rejected: it would also merge the small, genuinely ordered d values
+of recurrent models and shift tau_loo systematically.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import torch
 from scipy.stats import kendalltau
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass
-from gridlab.analyses.importance import (gradient_importance, leave_one_out, reference_gradient_importance,
-                                         reference_leave_one_out)
+from gridlab.analyses.importance import (
+    gradient_importance,
+    leave_one_out,
+    reference_gradient_importance,
+    reference_leave_one_out,
+)
 
 ID = "importance_correlation"
 VERSION = 1
@@ -56,21 +68,35 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
 
 def correlation_columns(alpha: torch.Tensor, mask: torch.Tensor, g: torch.Tensor,
                         d: torch.Tensor) -> dict[str, np.ndarray]:
-    """alpha, g, d (B, T) and mask (B, T) -> the SCHEMA columns, each (B,) float64."""
+    """alpha, g, d (B, T) and mask (B, T) -> the SCHEMA columns, each a (B,) object array of floats and None."""
     rows = []
     for weights, present, gradient, loo in zip(_numpy(alpha), mask.cpu().numpy(), _numpy(g), _numpy(d)):
         rows.append((*kendall(weights[present], gradient[present]), *kendall(weights[present], loo[present])))
-    values = np.asarray(rows, dtype=np.float64).reshape(len(rows), 4)  # (B, 4), also for B = 0
-    return {name: values[:, i].copy() for i, name in enumerate(SCHEMA.names)}
+    return {name: np.array([row[i] for row in rows], dtype=object) for i, name in enumerate(SCHEMA.names)}
 
 
-def kendall(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """(tau-b, two-sided p) of two equally long vectors; (NaN, NaN) where tau-b is undefined."""
+def kendall(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | tuple[None, None]:
+    """(tau-b, two-sided p) of two equally long vectors; (None, None) where tau-b is undefined."""
     if len(a) < 2 or not (np.isfinite(a).all() and np.isfinite(b).all()) or np.ptp(a) == 0 or np.ptp(b) == 0:
-        return math.nan, math.nan
+        return None, None
     result = kendalltau(a, b, variant="b")
     return float(result.statistic), float(result.pvalue)
 
 
 def _numpy(x: torch.Tensor) -> np.ndarray:
     return x.detach().double().cpu().numpy()
+
+
+def summarize(rows: pd.DataFrame) -> dict[str, float]:
+    """Per model, J&W Table 2's numbers: mean and std of tau and the share significant (p < 0.05), for the
+    gradient and leave-one-out, over all instances and per predicted class (their class 0 / class 1)."""
+    summary: dict[str, float] = {}
+    groups = [("", rows)] + [(f"_class{int(k)}", g) for k, g in rows.groupby("pred")]
+    for suffix, group in groups:
+        for measure in ("g", "loo"):
+            tau = group[f"tau_{measure}"].dropna().astype(float)
+            p = group[f"p_{measure}"].dropna().astype(float)
+            summary[f"tau_{measure}_mean{suffix}"] = float(tau.mean()) if len(tau) else float("nan")
+            summary[f"tau_{measure}_std{suffix}"] = float(tau.std(ddof=0)) if len(tau) else float("nan")
+            summary[f"sig_{measure}{suffix}"] = float((p < 0.05).mean()) if len(p) else float("nan")
+    return summary

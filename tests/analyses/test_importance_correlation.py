@@ -19,8 +19,14 @@ from torch import nn
 from gridlab.analyses import importance_correlation
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once, tvd
-from gridlab.analyses.importance import (gradient_importance, leave_one_out, leave_one_out_probs,
-                                         reference_gradient_importance, reference_leave_one_out)
+from gridlab.analyses.importance import (
+    gradient_importance,
+    leave_one_out,
+    leave_one_out_probs,
+    reference_gradient_importance,
+    reference_leave_one_out,
+    tvd_beside,
+)
 from gridlab.analyses.importance_correlation import kendall
 from gridlab.analyses.registry import NoParams
 from gridlab.data.batching import Batch, collate
@@ -53,10 +59,10 @@ def datasets(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     }
 
 
-def model_of(datasets, architecture: str, encoder: str, alignment: str = "additive", seed: int = 0):
+def model_of(datasets, architecture: str, encoder: str, alignment: str = "additive", sizes: ModelConfig = TINY):
     dataset = DATASET[architecture]
     config = CellConfig(dataset=dataset, encoder=encoder, attention=alignment, architecture=architecture,
-                        seed=seed, model=TINY)
+                        model=sizes)
     model = build_model(config, datasets[dataset]).eval()
     with torch.no_grad():  # untrained, alpha is near uniform and the output near constant: sharpen both
         for name, parameter in model.attention.named_parameters():
@@ -78,10 +84,25 @@ def context(model) -> AnalysisContext:
     return AnalysisContext(CELL, model, torch.device("cpu"), NoParams())
 
 
-def assert_columns_close(a: dict, b: dict, atol: float = 1e-6) -> None:
+def loo_atol(encoder: str) -> float:
+    """Tolerance on tau_loo / p_loo. Under an order-free encoder, deleting either copy of a repeated token
+    gives mathematically equal outputs, which float noise (~1e-7) orders differently from one computation
+    (batch grouping, reference loop) to the next; alpha ties those tokens exactly, so such a pair changes
+    tau-b only through its tie correction (measured on 60 SICK premises: under 0.01). Elsewhere they agree."""
+    return 0.05 if encoder in ("average", "noenc") else 1e-6
+
+
+def as_float(values: np.ndarray) -> np.ndarray:
+    """An object column of floats and None -> float64 with NaN for None (for comparisons only)."""
+    return np.array([math.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def assert_columns_close(a: dict, b: dict, loo_atol: float = 1e-6) -> None:
     assert set(a) == set(b) == set(importance_correlation.SCHEMA.names)
-    for name in a:
-        np.testing.assert_allclose(a[name], b[name], rtol=0, atol=atol, err_msg=name)  # NaN == NaN
+    for name, values in a.items():
+        assert [v is None for v in values] == [v is None for v in b[name]], name
+        atol = loo_atol if name.endswith("_loo") else 1e-6
+        np.testing.assert_allclose(as_float(values), as_float(b[name]), rtol=0, atol=atol, err_msg=name)
 
 
 def assert_importance_close(actual: torch.Tensor, expected: torch.Tensor, rtol: float = 1e-5) -> None:
@@ -163,9 +184,11 @@ def test_gradient_is_the_derivative_of_scaling_the_embedding(datasets):
         assert float(g[b, t]) == pytest.approx(abs(ys[0] - ys[1]) / (2 * eps), rel=1e-5, abs=1e-12)
 
 
-@pytest.mark.parametrize("encoder", ["lstm", "cnn"])
-def test_leave_one_out_equals_the_instance_rebuilt_without_the_token(datasets, encoder):
-    model, data = model_of(datasets, "flat", encoder)
+@pytest.mark.parametrize(("encoder", "variant"), [("lstm", "jain_wallace"), ("cnn", "jain_wallace"),
+                                                  ("cnn", "serrano_smith"), ("average", "jain_wallace")])
+def test_leave_one_out_equals_the_instance_rebuilt_without_the_token(datasets, encoder, variant):
+    # cnn / average take the local path (h spliced around the gap), lstm re-encodes every shortened row
+    model, data = model_of(datasets, "flat", encoder, sizes=TINY.model_copy(update={"cnn_variant": variant}))
     rows = rows_of(data)
     shared = forward_once(model, batch_of(rows, "flat"))
     probs = leave_one_out_probs(model, shared.batch, shared)
@@ -181,7 +204,7 @@ def test_leave_one_out_equals_the_instance_rebuilt_without_the_token(datasets, e
         assert float(d[b, t + 1]) == pytest.approx(float(tvd(expected, shared.probs[b])), abs=1e-6)
 
 
-def test_kendall_is_scipy_tau_b_and_nan_where_undefined():
+def test_kendall_is_scipy_tau_b_and_null_where_undefined():
     a, b = np.array([0.1, 0.4, 0.4, 0.1, 0.0]), np.array([3.0, 1.0, 2.0, 2.0, 0.5])  # ties on both sides
     expected = kendalltau(a, b, variant="b")
     assert kendall(a, b) == pytest.approx((expected.statistic, expected.pvalue))
@@ -189,7 +212,7 @@ def test_kendall_is_scipy_tau_b_and_nan_where_undefined():
     assert kendall(np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0]))[0] == pytest.approx(-1.0)
     for x, y in (([0.5], [1.0]), ([], []), ([0.5, 0.5], [1.0, 2.0]), ([0.2, 0.8], [1.0, 1.0]),
                  ([0.2, 0.8], [1.0, math.nan])):
-        assert all(math.isnan(v) for v in kendall(np.array(x), np.array(y)))
+        assert kendall(np.array(x), np.array(y)) == (None, None)
 
 
 # ----- run == reference on small real models -------------------------------------------------------------
@@ -213,14 +236,16 @@ def test_run_equals_reference_and_bounds(datasets, architecture, encoder, alignm
     assert (g[mask] > 0).any() and (d[mask] > 0).any()
 
     columns = importance_correlation.run(context(model), shared)
-    assert_columns_close(columns, importance_correlation.reference(context(model), shared))
-    for name in importance_correlation.SCHEMA.names:
-        assert columns[name].dtype == np.float64 and columns[name].shape == (shared.batch.size,)
-    defined = mask.sum(-1).numpy() >= 2
-    assert not np.isnan(columns["tau_g"][defined]).any() and np.isnan(columns["tau_g"][~defined]).all()
-    for tau, p in (("tau_g", "p_g"), ("tau_loo", "p_loo")):
-        assert ((columns[tau][defined] >= -1) & (columns[tau][defined] <= 1)).all()
-        assert ((columns[p][defined] >= 0) & (columns[p][defined] <= 1)).all()
+    assert_columns_close(columns, importance_correlation.reference(context(model), shared), loo_atol(encoder))
+    defined = (mask.sum(-1) >= 2).tolist()
+    for name, values in columns.items():
+        assert values.dtype == object and values.shape == (shared.batch.size,)
+        # null exactly where T < 2 (these untrained models give no constant vectors), never NaN
+        assert [v is not None for v in values] == defined, name
+        present = as_float(values[np.array(defined)])
+        assert np.isfinite(present).all(), name
+        low = -1.0 if name.startswith("tau") else 0.0
+        assert ((present >= low) & (present <= 1)).all(), name
 
 
 def test_pair_importance_is_over_the_premise_only(datasets):
@@ -231,25 +256,34 @@ def test_pair_importance_is_over_the_premise_only(datasets):
     assert g.shape == d.shape == shared.batch.ids.shape  # premise slots, not query slots
 
 
-def test_single_item_instances_are_nan_and_their_deletion_is_the_empty_input(datasets):
-    model, data = model_of(datasets, "flat", "gru")
+def test_single_item_instances_are_null_and_their_deletion_is_the_empty_input(datasets):
+    model, _ = model_of(datasets, "flat", "gru")
     rows = {"ids": [[5], [5, 6, 7]], "label": [0, 1], "instance_id": [0, 1]}
     shared = forward_once(model, collate(rows))
     columns = importance_correlation.run(context(model), shared)
-    assert all(math.isnan(columns[name][0]) for name in importance_correlation.SCHEMA.names)
-    assert not math.isnan(columns["tau_g"][1])
+    assert all(columns[name][0] is None for name in importance_correlation.SCHEMA.names)
+    assert all(isinstance(columns[name][1], float) for name in importance_correlation.SCHEMA.names)
     with torch.no_grad():
         empty = torch.softmax(model(collate({"ids": [[]], "label": [0], "instance_id": [0]})), -1)[0]
     d = leave_one_out(model, shared.batch, shared)
     assert float(d[0, 1]) == pytest.approx(float(tvd(empty, shared.probs[0])), abs=1e-6)
 
 
+def test_uniform_attention_has_no_ranking_to_correlate(datasets):
+    data = datasets["synthetic"]
+    config = CellConfig(dataset="synthetic", encoder="lstm", attention_mode="uniform", model=TINY)
+    model = build_model(config, data).eval()
+    shared = forward_once(model, batch_of(rows_of(data), "flat"))
+    columns = importance_correlation.run(context(model), shared)
+    assert all(v is None for values in columns.values() for v in values)  # alpha is constant: tau-b undefined
+
+
 # ----- saturated predictions ------------------------------------------------------------------------------
 
 
-def test_gradient_survives_a_prediction_that_rounds_to_one(datasets):
-    # margin ~25: y = 1.0 in float32, so autograd through the softmax would drop the 1 - y term; float64
-    # (1 - y ~ 1e-11) is still exact and is the oracle
+def test_importance_survives_a_prediction_that_rounds_to_one(datasets):
+    # margin ~25: y = 1.0 in float32, so autograd through the softmax would drop the 1 - y term and a plain
+    # TVD would see only half the change; float64 (1 - y ~ 1e-11) is still exact and is the oracle
     model, data = model_of(datasets, "flat", "lstm")
     with torch.no_grad():
         model.classifier.bias.copy_(torch.tensor([0.0, 25.0]))
@@ -260,6 +294,16 @@ def test_gradient_survives_a_prediction_that_rounds_to_one(datasets):
     expected = reference_gradient_importance(wide, forward_once(wide, batch_of(rows_of(data), "flat")))
     assert_importance_close(g.double(), expected, rtol=1e-4)
     assert (g[shared.encoded.mask] > 0).all()
+    d = leave_one_out(model, shared.batch, shared)
+    assert_importance_close(d.double(), reference_leave_one_out(wide, forward_once(wide, shared.batch)), rtol=1e-3)
+
+
+def test_tvd_beside_the_dominant_class_is_the_tvd():
+    p = torch.softmax(torch.randn(5, 3, 4, generator=torch.Generator().manual_seed(0)), -1)  # (B, T, C)
+    q = torch.softmax(torch.randn(5, 1, 4, generator=torch.Generator().manual_seed(1)), -1)  # (B, 1, C)
+    torch.testing.assert_close(tvd_beside(p, q, q[:, 0].argmax(-1)), tvd(p, q))
+    near_one = torch.tensor([[[1 - 1e-9, 1e-9]]]), torch.tensor([[[1 - 3e-9, 3e-9]]])  # 1 - x rounds to 1
+    assert float(tvd_beside(*near_one, torch.tensor([0]))) == pytest.approx(2e-9, rel=1e-6)
 
 
 # ----- invariance and determinism ------------------------------------------------------------------------
@@ -289,9 +333,8 @@ def test_rows_do_not_depend_on_grouping_padding_or_chunking(datasets, architectu
         part = importance_correlation.run(context(model), shared)
         for name, values in part.items():
             regrouped[name].extend(zip(group, values))
-    for name, pairs in regrouped.items():
-        values = np.array([v for _, v in sorted(pairs)])
-        np.testing.assert_allclose(values, columns[name], rtol=0, atol=1e-6, err_msg=name)
+    assert_columns_close({name: np.array([v for _, v in sorted(pairs)], dtype=object)
+                          for name, pairs in regrouped.items()}, columns, loo_atol(encoder))
 
 
 def test_deterministic(datasets):
@@ -300,4 +343,4 @@ def test_deterministic(datasets):
     first = importance_correlation.run(context(model), shared)
     second = importance_correlation.run(context(model), shared)
     for name in first:
-        assert np.array_equal(first[name], second[name], equal_nan=True)
+        assert list(first[name]) == list(second[name])
