@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gridlab.analyses import erasure_multi, erasure_single, importance_correlation, permutation
+from gridlab.analyses import adversarial, erasure_multi, erasure_single, importance_correlation, permutation
 
 IMPLEMENTATIONS: dict[str, ModuleType] = {
-    module.ID: module for module in (importance_correlation, permutation, erasure_single, erasure_multi)
+    module.ID: module for module in (importance_correlation, permutation, adversarial, erasure_single, erasure_multi)
 }

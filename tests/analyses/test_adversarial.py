@@ -1,0 +1,221 @@
+"""`adversarial` (J&W §4.2.2): batched `run` == per-instance `reference` on small perturbed models and on a toy
+pair model, the bounds of the columns, an output that ignores attention, seeded and batching/padding
+independent rows with early stopping on, and early stopping that saves steps without changing the result."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from gridlab.analyses import adversarial
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import SharedPass, forward_once, jsd
+from gridlab.analyses.registry import AdversarialParams
+from gridlab.data.batching import Batch, collate
+from gridlab.data.config import DataConfig
+from gridlab.data.prepare import load_dataset
+from gridlab.data.synthetic import SyntheticConfig
+from gridlab.grid.schema import CellConfig, ModelConfig
+from gridlab.models.classifier import AttentionClassifier, Encoded
+from gridlab.models.factory import build_model
+
+CELL = "cell-under-test"
+TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
+FEW = AdversarialParams(k=3, steps=30)  # run vs reference: enough steps to move, cheap for the reference loop
+QUICK = adversarial.Convergence(window=10, rtol=1e-2)  # stops some instances within 150 steps
+SHARPEN = 30.0
+CASES = [*itertools.product(["lstm", "cnn", "average"], ["additive", "dot"], ["softmax"]),
+         ("lstm", "additive", "sparsemax")]  # sparsemax: the model's alpha has zeros
+
+
+@pytest.fixture(scope="module")
+def picked(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """16 test rows of lengths 3-14, the first cut to T = 1 and the second to T = 2."""
+    root = tmp_path_factory.mktemp("synthetic")
+    config = DataConfig(synthetic=SyntheticConfig(n_train=20, n_dev=5, n_test=16, min_length=3, max_length=14))
+    data = load_dataset("synthetic", root, root / "cache", config)
+    rows = data.splits["test"].select(["ids", "label", "instance_id"]).to_pydict()
+    rows["ids"][0], rows["ids"][1] = rows["ids"][0][:1], rows["ids"][1][:2]
+    return {"data": data, "rows": rows}
+
+
+def model_for(picked: dict, encoder: str, alignment: str, projection: str = "softmax",
+              seed: int = 0) -> AttentionClassifier:
+    """A tiny untrained model with larger weights, so the output moves with attention and eps binds."""
+    config = CellConfig(dataset="synthetic", encoder=encoder, attention=alignment, projection=projection,
+                        architecture="flat", seed=seed, model=TINY)
+    model = build_model(config, picked["data"]).eval()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            scale = 0.1 if name.startswith("attention") else 0.5
+            parameter.add_(scale * torch.randn(parameter.shape, generator=generator))
+    return model
+
+
+class ToyPair(AttentionClassifier):
+    """A pair-task model in miniature: h looked up by token id, a fixed query per instance, and an output
+    that mixes context and query, so the query path of decoding and the QA eps are exercised."""
+
+    def __init__(self, vocab: int):
+        super().__init__()
+        generator = torch.Generator().manual_seed(3)
+        self.register_buffer("table", torch.randn(vocab, 4, generator=generator))
+        self.register_buffer("scorer", torch.randn(4, generator=generator))
+        self.mix = torch.nn.Linear(6, 3)
+
+    def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
+        query = torch.stack([batch.lengths.float() / 10, batch.labels.float()], dim=-1)  # (B, 2)
+        return Encoded(self.table[batch.ids], batch.mask, query)
+
+    def attend(self, h, mask, query=None):
+        return torch.softmax((h @ self.scorer).masked_fill(~mask, float("-inf")), dim=-1)
+
+    def output(self, context, query):
+        return 3.0 * self.mix(torch.cat([context, query], dim=-1))
+
+
+def select(rows: dict, indices) -> dict:
+    return {key: [values[i] for i in indices] for key, values in rows.items()}
+
+
+def analyse(model: AttentionClassifier, batch: Batch, params: AdversarialParams = FEW, cell: str = CELL,
+            how=adversarial.run, **kwargs) -> tuple[dict[str, np.ndarray], SharedPass]:
+    shared = forward_once(model, batch)
+    with torch.no_grad():  # as a caller may run it: the optimisation turns gradients back on for itself
+        return how(AnalysisContext(cell, model, torch.device("cpu"), params), shared, **kwargs), shared
+
+
+def assert_same(columns: dict[str, np.ndarray], expected: dict[str, np.ndarray], atol: float = 1e-4) -> None:
+    assert list(columns) == list(expected) == adversarial.SCHEMA.names
+    for name in ("jsd_eps_max", "tvd_at_jsd"):
+        np.testing.assert_allclose(columns[name], expected[name], rtol=0, atol=atol, err_msg=name)
+    for name in ("steps_run", "n_within_eps"):
+        np.testing.assert_array_equal(columns[name], expected[name], err_msg=name)
+
+
+def check_invariants(columns: dict[str, np.ndarray], lengths: list[int], params: AdversarialParams,
+                     eps: float) -> None:
+    assert [columns[f.name].dtype for f in adversarial.SCHEMA] == [np.float64, np.float64, np.int64, np.int64]
+    jsd, tvd = columns["jsd_eps_max"], columns["tvd_at_jsd"]
+    assert ((tvd >= 0) & (tvd <= eps)).all()
+    assert ((jsd >= 0) & (jsd <= math.log(2))).all()
+    assert ((columns["n_within_eps"] >= 0) & (columns["n_within_eps"] <= params.k)).all()
+    assert ((columns["steps_run"] >= 0) & (columns["steps_run"] <= params.steps)).all()
+    for b, t in enumerate(lengths):
+        if t == 1:  # one distribution only
+            assert (jsd[b], tvd[b], columns["steps_run"][b], columns["n_within_eps"][b]) == (0, 0, 0, params.k)
+        elif columns["n_within_eps"][b] == 0:
+            assert jsd[b] == 0 and tvd[b] == 0
+
+
+@pytest.mark.parametrize(("encoder", "alignment", "projection"), CASES)
+def test_run_matches_reference(picked, encoder, alignment, projection):
+    model = model_for(picked, encoder, alignment, projection)
+    before = [p.clone() for p in model.parameters()]
+    batch = collate(picked["rows"])
+    columns, shared = analyse(model, batch, convergence=None)
+    expected, _ = analyse(model, batch, how=adversarial.reference, convergence=None)
+    assert_same(columns, expected)
+
+    lengths = shared.lengths.tolist()
+    check_invariants(columns, lengths, FEW, adversarial.EPS_CLASSIFICATION)
+    assert (columns["steps_run"][1:] == FEW.steps).all()
+    # the comparison is about real adversaries, and eps binds: some candidates are out of budget
+    assert (columns["jsd_eps_max"] > 0.1).sum() >= len(lengths) // 3
+    assert (columns["n_within_eps"][1:] < FEW.k).any()
+    # the model is frozen: no gradients accumulate in it and nothing moves
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), before))
+
+
+def test_pair_model_uses_the_qa_eps_and_matches_reference(picked):
+    rows = dict(picked["rows"], label=[i % 3 for i in range(len(picked["rows"]["label"]))])
+    model = ToyPair(len(picked["data"].vocab.itos)).eval()
+    batch = collate(rows)
+    columns, shared = analyse(model, batch, convergence=None)
+    expected, _ = analyse(model, batch, how=adversarial.reference, convergence=None)
+    assert_same(columns, expected)
+    eps = adversarial.epsilon(FEW, shared)
+    assert eps == adversarial.EPS_PAIR == 0.05
+    check_invariants(columns, shared.lengths.tolist(), FEW, eps)
+    assert adversarial.epsilon(AdversarialParams(eps=0.2), shared) == 0.2
+    assert (columns["tvd_at_jsd"] > adversarial.EPS_CLASSIFICATION).any()  # the larger budget is used
+
+
+def test_reference_stops_by_the_same_rule(picked):
+    model = model_for(picked, "cnn", "dot")
+    params = AdversarialParams(k=3, steps=150)
+    batch = collate(picked["rows"])
+    columns, _ = analyse(model, batch, params, convergence=QUICK)
+    expected, _ = analyse(model, batch, params, how=adversarial.reference, convergence=QUICK)
+    assert_same(columns, expected)
+    assert len(set(columns["steps_run"][1:].tolist())) > 1  # instances stopped at different steps
+
+
+def test_defaults_keep_every_row_in_bounds(picked):
+    model = model_for(picked, "lstm", "dot")
+    params = AdversarialParams()
+    assert (params.k, params.steps, params.lr, params.lam, params.init_scale) == (5, 500, 0.01, 500.0, 3.0)
+    columns, shared = analyse(model, collate(picked["rows"]), params)
+    assert adversarial.epsilon(params, shared) == adversarial.EPS_CLASSIFICATION == 0.01
+    check_invariants(columns, shared.lengths.tolist(), params, 0.01)
+    alone, _ = analyse(model, collate(select(picked["rows"], [0])), params)  # only T = 1: nothing to optimise
+    assert_same(alone, {name: values[:1] for name, values in columns.items()}, atol=0)
+
+
+def test_output_that_ignores_attention(picked):
+    """Any alpha gives the same output, so nothing holds the adversaries back: they approach the best any
+    distribution can do, all mass on the model's least attended position (JSD(e_j, alpha), near ln 2).
+    Attention is sharpened as training would: against a uniform alpha that bound is only 0.38 for T = 4."""
+    model = model_for(picked, "cnn", "dot")
+    with torch.no_grad():
+        model.classifier.weight.zero_()  # logits = bias whatever the context
+        model.attention.learned_query.mul_(SHARPEN)
+    params = AdversarialParams(k=3)
+    columns, shared = analyse(model, collate(picked["rows"]), params)
+    lengths = shared.lengths.numpy()
+    assert (columns["tvd_at_jsd"] == 0).all()
+    assert (columns["n_within_eps"] == params.k).all()
+    assert (columns["jsd_eps_max"][lengths >= 4] > 0.5).all()
+    one_hots = torch.eye(shared.alpha.shape[1])[None]  # (1, T, T)
+    bound = jsd(one_hots, shared.alpha[:, None, :]).masked_fill(~shared.encoded.mask, 0.0).amax(-1)  # (B,)
+    assert (columns["jsd_eps_max"] >= bound.numpy() - 0.05).all()
+
+
+def test_rows_are_seeded_and_independent_of_grouping_and_padding(picked):
+    """Early stopping on: each instance stops on its own objective, so its row is the same in any batch."""
+    rows = picked["rows"]
+    model = model_for(picked, "cnn", "dot")
+    params = AdversarialParams(k=3, steps=150)
+    eight = list(range(1, 9))
+    together, _ = analyse(model, collate(select(rows, eight)), params, convergence=QUICK)
+    assert len(set(together["steps_run"].tolist())) > 1  # freezing is exercised
+    halves = [analyse(model, collate(select(rows, half)), params, convergence=QUICK)[0]
+              for half in (eight[:4], eight[4:])]
+    assert_same(together, {name: np.concatenate([h[name] for h in halves]) for name in together}, atol=1e-6)
+    alone = [analyse(model, collate(select(rows, [i])), params, convergence=QUICK)[0] for i in eight]  # no padding
+    assert_same(together, {name: np.concatenate([a[name] for a in alone]) for name in together}, atol=1e-6)
+
+    again, _ = analyse(model_for(picked, "cnn", "dot"), collate(select(rows, eight)), params, convergence=QUICK)
+    assert_same(again, together, atol=0)
+    # the starting logits are drawn per (cell, instance): another cell starts elsewhere
+    other, _ = analyse(model, collate(select(rows, eight)), params, cell="another-cell", convergence=QUICK)
+    assert not np.array_equal(other["jsd_eps_max"], together["jsd_eps_max"])
+
+
+def test_early_stopping_saves_steps_and_keeps_the_result(picked):
+    model = model_for(picked, "cnn", "additive")
+    params = AdversarialParams(k=3, steps=2000)
+    batch = collate(picked["rows"])
+    stopped, shared = analyse(model, batch, params)
+    full, _ = analyse(model, batch, params, convergence=None)
+    steps = stopped["steps_run"][1:]  # row 0 has T = 1
+    assert (steps < params.steps).mean() >= 0.5 and steps.mean() < 0.8 * params.steps
+    assert (steps % adversarial.CONVERGENCE.window == 0).all()
+    np.testing.assert_allclose(stopped["jsd_eps_max"], full["jsd_eps_max"], rtol=0, atol=0.01)
+    check_invariants(stopped, shared.lengths.tolist(), params, adversarial.EPS_CLASSIFICATION)
