@@ -92,6 +92,8 @@ def _print_counts(expanded: ExpandedGrid) -> None:
     if expanded.collapsed:
         echo(f"  {expanded.collapsed} combinations resolved to a cell already listed and were collapsed")
     shards = math.ceil(spec.instances / spec.shard_size) if spec.instances else None
+    from gridlab.analyses.implementations import IMPLEMENTATIONS  # torch: only when there is a plan to show
+
     for analysis_id in expanded.analyses:
         info = ANALYSES[analysis_id]
         n = sum(analysis_id in applicable(expanded, c) for c in cells)
@@ -101,5 +103,7 @@ def _print_counts(expanded: ExpandedGrid) -> None:
             line += f", {per_model} per model" + (f" in up to {shards} shards of {spec.shard_size}" if shards else "")
         if n < len(cells) and info.needs:
             line += f"; needs {info.needs}"
+        if analysis_id not in IMPLEMENTATIONS:
+            line += "; not implemented yet: validated and planned, not run"
         echo(line)
     echo(f"results: {expanded.results_dir}/   data: {expanded.data_dir}/")
