@@ -16,12 +16,11 @@ from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once
 from gridlab.analyses.registry import ErasureMultiParams
 from gridlab.data.batching import Batch, collate
-from gridlab.data.config import DataConfig
-from gridlab.data.prepare import load_dataset
-from gridlab.data.synthetic import SyntheticConfig
 from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.classifier import AttentionClassifier, Encoded
 from gridlab.models.factory import build_model
+
+from .conftest import short_synthetic_rows
 
 CELL = "cell-under-test"
 TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
@@ -34,12 +33,7 @@ NAMES = (*erasure_multi.RANKINGS, "exact")
 @pytest.fixture(scope="module")
 def picked(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """40 test rows of lengths 3-14, the first cut to T = 1 and the second to T = 2."""
-    root = tmp_path_factory.mktemp("synthetic")
-    config = DataConfig(synthetic=SyntheticConfig(n_train=20, n_dev=5, n_test=40, min_length=3, max_length=14))
-    data = load_dataset("synthetic", root, root / "cache", config)
-    rows = data.splits["test"].select(["ids", "label", "instance_id"]).to_pydict()
-    rows["ids"][0], rows["ids"][1] = rows["ids"][0][:1], rows["ids"][1][:2]
-    return {"data": data, "rows": rows}
+    return short_synthetic_rows(tmp_path_factory.mktemp("synthetic"), n_test=40)
 
 
 def model_for(picked: dict, encoder: str, alignment: str, projection: str, seed: int = 0) -> AttentionClassifier:
