@@ -1,4 +1,5 @@
-"""Analysis id -> the module that computes its rows (the contract of `gridlab.analyses.base`).
+"""Analysis id -> the module that computes its rows (the contract of `gridlab.analyses.base`): per-instance
+modules have `run`/`reference`; per-model ones (`SCOPE = "model"`) have `run_model`; all have `summarize`.
 
 Analyses registered in `registry.ANALYSES` but absent here are validated and planned, not run yet:
 `gridlab plan` and `launch` say so instead of pretending.
@@ -8,8 +9,16 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gridlab.analyses import adversarial, erasure_multi, erasure_single, importance_correlation, permutation
+from gridlab.analyses import (
+    adversarial,
+    attention_ablation,
+    erasure_multi,
+    erasure_single,
+    importance_correlation,
+    permutation,
+)
 
 IMPLEMENTATIONS: dict[str, ModuleType] = {
-    module.ID: module for module in (importance_correlation, permutation, adversarial, erasure_single, erasure_multi)
+    module.ID: module
+    for module in (importance_correlation, permutation, adversarial, erasure_single, erasure_multi, attention_ablation)
 }

@@ -47,6 +47,10 @@ COMMON_SCHEMA = pa.schema([
 ])
 
 
+MODEL_COMMON_SCHEMA = pa.schema([f for f in COMMON_SCHEMA if f.name not in
+                                 ("instance_id", "length", "label", "pred", "max_attention")])
+
+
 def part_path(grid_results: Path, analysis_id: str, cell_id: str, shard: int) -> Path:
     return grid_results / "analyses" / analysis_id / f"cell={cell_id}" / f"part-{shard:05d}.parquet"
 
@@ -65,12 +69,21 @@ def common_columns(grid: str, cell_id: str, config: CellConfig, split: str, vers
     return {field.name: columns[field.name] for field in COMMON_SCHEMA}
 
 
+def model_common_columns(grid: str, cell_id: str, config: CellConfig, split: str, version: int,
+                         rows: int) -> dict[str, pa.Array]:
+    """The common columns of a per-model analysis (no per-instance ones), for `rows` rows."""
+    constants = {"grid": grid, "cell_id": cell_id, **{axis: getattr(config, axis) for axis in AXES},
+                 "derived_splits": config.data.derive_splits, "split": split, "analysis_version": version}
+    return {f.name: pa.array([constants[f.name]] * rows, f.type) for f in MODEL_COMMON_SCHEMA}
+
+
 def rows_table(common: dict[str, pa.Array], specific: dict[str, object], schema: pa.Schema) -> pa.Table:
     """Common columns followed by the analysis's own, typed by its schema (NaN stays NaN, None is null)."""
     arrays = dict(common)
     for field in schema:
         arrays[field.name] = pa.array(specific[field.name], field.type, from_pandas=False)
-    return pa.table(arrays, schema=pa.unify_schemas([COMMON_SCHEMA, schema]))
+    common_schema = COMMON_SCHEMA if "instance_id" in common else MODEL_COMMON_SCHEMA
+    return pa.table(arrays, schema=pa.unify_schemas([common_schema, schema]))
 
 
 def write_part(path: Path, table: pa.Table) -> None:

@@ -23,7 +23,7 @@ from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.results.parts import part_path
 from gridlab.results.summary import log_summaries, summary_path, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
-from gridlab.shards.plan import plan_shards
+from gridlab.shards.plan import Shard, plan_shards
 from gridlab.shards.runner import ShardJob, ShardRunner, rows_in_test_split
 
 
@@ -56,10 +56,15 @@ def plan_jobs(grid: ExpandedGrid, only: list[str] | None = None) -> tuple[list[S
         if not analyses:
             continue
         rows = rows_in_test_split(grid.results_dir, cell.id)
-        for shard in plan_shards(rows, grid.spec.instances, grid.spec.shard_size):
-            missing = {a: p for a, p in analyses.items()
+        per_model = {a: p for a, p in analyses.items() if ANALYSES[a].scope == "model"}
+        per_instance = {a: p for a, p in analyses.items() if a not in per_model}
+        units = [(shard, per_instance) for shard in plan_shards(rows, grid.spec.instances, grid.spec.shard_size)]
+        if per_model:  # one unit over the whole test split, as shard 0
+            units.append((Shard(0, 0, rows), per_model))
+        for shard, wanted in units:
+            missing = {a: p for a, p in wanted.items()
                        if not part_path(grid.results_dir, a, cell.id, shard.index).exists()}
-            existing += len(analyses) - len(missing)
+            existing += len(wanted) - len(missing)
             if missing:
                 jobs.append(ShardJob(grid.spec.name, cell.id, shard, missing))
     return jobs, existing

@@ -27,7 +27,7 @@ from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.errors import GridlabError
 from gridlab.grid.schema import CellConfig
 from gridlab.models.factory import build_model
-from gridlab.results.parts import common_columns, part_path, rows_table, write_part
+from gridlab.results.parts import common_columns, model_common_columns, part_path, rows_table, write_part
 from gridlab.shards.plan import Shard
 
 SPLIT = "test"
@@ -66,10 +66,14 @@ class ShardRunner:
         if not todo:
             return []
         cell = self._load(job.cell_id)
-        table = cell.data.splits[SPLIT].slice(job.shard.start, job.shard.stop - job.shard.start)
-        modules = {a: IMPLEMENTATIONS[a] for a in todo}
         contexts = {a: AnalysisContext(job.cell_id, cell.model, self.device, ANALYSES[a].params.model_validate(job.analyses[a]))
                     for a in todo}
+        per_model = [a for a in todo if getattr(IMPLEMENTATIONS[a], "SCOPE", "instance") == "model"]
+        written = [self._run_model_level(job, cell, IMPLEMENTATIONS[a], contexts[a]) for a in per_model]
+        modules = {a: IMPLEMENTATIONS[a] for a in todo if a not in per_model}
+        if not modules:
+            return written
+        table = cell.data.splits[SPLIT].slice(job.shard.start, job.shard.stop - job.shard.start)
         collected: dict[str, list[dict]] = {a: [] for a in todo}
         common: list[dict] = []
         for batch in iterate_batches(table, BATCH_SIZE):
@@ -78,10 +82,18 @@ class ShardRunner:
             common.append(_common_arrays(shared))
             for analysis_id, module in modules.items():
                 collected[analysis_id].append(module.run(contexts[analysis_id], shared))
-        written = []
         for analysis_id, module in modules.items():
             written.append(self._write(job, cell.config, module, common, collected[analysis_id]))
         return written
+
+    def _run_model_level(self, job: ShardJob, cell: _LoadedCell, module: ModuleType, context: AnalysisContext) -> Path:
+        """A per-model analysis: one part (shard 0) over the whole test split, one row per setting."""
+        rows = module.run_model(context, cell.data)
+        n = len(next(iter(rows.values())))
+        columns = model_common_columns(job.grid, job.cell_id, cell.config, SPLIT, module.VERSION, n)
+        path = part_path(self.grid_results, module.ID, job.cell_id, 0)
+        write_part(path, rows_table(columns, rows, module.SCHEMA))
+        return path
 
     def _write(self, job: ShardJob, config: CellConfig, module: ModuleType, common: list[dict],
                batches: list[dict]) -> Path:

@@ -27,12 +27,14 @@ from gridlab.grid.expand import cell_id
 from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
 from gridlab.results.parts import COMMON_SCHEMA
-from gridlab.shards.plan import plan_shards
+from gridlab.shards.plan import Shard, plan_shards
 from gridlab.shards.runner import ShardJob, ShardRunner
 
 LN2 = math.log(2)
 INSTANCES = 30
 FAST = {"permutation": {"n": 12}, "erasure_multi": {"exact_max_len": 9}, "adversarial": {"k": 3, "steps": 30}}
+PER_INSTANCE = sorted(a for a, m in IMPLEMENTATIONS.items() if getattr(m, "SCOPE", "instance") == "instance")
+PER_MODEL = sorted(a for a in IMPLEMENTATIONS if a not in PER_INSTANCE)
 
 
 def bounds(column: str) -> tuple[float, float] | None:
@@ -83,11 +85,13 @@ def run_all(store: tuple[Path, Path, str], out: Path, shard_size: int) -> dict[s
     if not (out / "models").exists():
         (out / "models").symlink_to(root / "models")
     runner = ShardRunner(out, root, cache, torch.device("cpu"))
-    analyses = {a: FAST.get(a, {}) for a in IMPLEMENTATIONS}
+    analyses = {a: FAST.get(a, {}) for a in PER_INSTANCE}
     for shard in plan_shards(INSTANCES, None, shard_size):
         runner.run(ShardJob("g", identifier, shard, analyses))
-    return {a: pd.read_parquet(out / "analyses" / a).sort_values("instance_id").reset_index(drop=True)
-            for a in IMPLEMENTATIONS}
+    runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES), {a: FAST.get(a, {}) for a in PER_MODEL}))
+    frames = {a: pd.read_parquet(out / "analyses" / a).sort_values("instance_id").reset_index(drop=True)
+              for a in PER_INSTANCE}
+    return frames | {a: pd.read_parquet(out / "analyses" / a) for a in PER_MODEL}
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +104,22 @@ def test_every_implemented_analysis_is_registered_with_params():
         assert module.ID == analysis_id and analysis_id in ANALYSES
         assert isinstance(module.SCHEMA, pa.Schema) and isinstance(module.VERSION, int)
         assert not set(module.SCHEMA.names) & set(COMMON_SCHEMA.names)
+        assert ANALYSES[analysis_id].scope == getattr(module, "SCOPE", "instance")
+        assert callable(module.summarize) and callable(getattr(module, "run_model", getattr(module, "run", None)))
 
 
-@pytest.mark.parametrize("analysis_id", sorted(IMPLEMENTATIONS))
+@pytest.mark.parametrize("analysis_id", PER_MODEL)
+def test_per_model_schema_and_bounds(one_shard, analysis_id: str):
+    frame = one_shard.get(analysis_id) if analysis_id in one_shard else None
+    module = IMPLEMENTATIONS[analysis_id]
+    assert frame is not None and len(frame) >= 1
+    assert set(module.SCHEMA.names) <= set(frame.columns) and "instance_id" not in frame.columns
+    assert (frame["analysis_version"] == module.VERSION).all()
+    if "value" in frame and (frame["metric"] == "accuracy").all():
+        assert frame["value"].between(0, 1).all() and frame["delta"].between(-1, 1).all()
+
+
+@pytest.mark.parametrize("analysis_id", PER_INSTANCE)
 def test_schema_values_and_bounds(one_shard, analysis_id: str):
     frame = one_shard[analysis_id]
     module = IMPLEMENTATIONS[analysis_id]
