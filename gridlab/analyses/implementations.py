@@ -16,9 +16,11 @@ from gridlab.analyses import (
     erasure_single,
     importance_correlation,
     permutation,
+    rationale_recovery,
 )
 
 IMPLEMENTATIONS: dict[str, ModuleType] = {
     module.ID: module
-    for module in (importance_correlation, permutation, adversarial, erasure_single, erasure_multi, attention_ablation)
+    for module in (importance_correlation, permutation, adversarial, erasure_single, erasure_multi,
+                   attention_ablation, rationale_recovery)
 }

@@ -1,0 +1,244 @@
+"""`rationale_recovery` — beyond the papers (SPEC §3 K): on datasets whose rationale is known (the synthetic
+planted-token task, `movies` with annotator rationales), how well does each importance ranking recover it?
+
+    >>> context = AnalysisContext(cell_id, model.eval(), device, RationaleRecoveryParams())
+    >>> columns = rationale_recovery.run(context, forward_once(model, batch))
+    >>> columns["auc_attention"]                # (B,) floats or None: ROC AUC of alpha against the rationale
+    >>> columns["precision_at_k_gradient"]      # (B,) lists (one per k of params.ks) or None
+    >>> rationale_recovery.summarize(rows)      # {"auc_attention_mean": ..., "precision_at_3_gradient_mean": ...}
+
+Why: attention is often read as "what the model looked at". Where the tokens that decide the label are
+known, that reading can be checked directly, and against the other importance measures: does alpha put the
+rationale on top more often than the gradient or leave-one-out does?
+
+Scores, per item of the final attention layer (`shared.encoded.mask`), higher = more important:
+- `attention`: alpha_t;
+- `gradient`: g_t = |grad_{e_t} y . e_t| (`importance.gradient_importance`, alpha held constant);
+- `grad_x_attention`: g_t * alpha_t;
+- `leave_one_out`: d_t = TVD(y(x_-t), y(x)) (`importance.leave_one_out`).
+Rankings not in `params.rankings` are not computed and their columns are null (the schema is fixed).
+
+The rationale is `batch.rationale` (tokens, aligned with `batch.ids`). For hierarchical (HAN) models the
+items are sentences, and a sentence is in the rationale when any of its words is.
+
+Columns, per ranking R, over the instance's T items of which P are in the rationale:
+- `auc_R`: ROC AUC of the scores against the rationale flags, the Mann-Whitney statistic: the share of
+  (rationale, other) item pairs where the rationale item scores higher, ties counting 1/2. 0.5 is chance,
+  1 puts every rationale item above every other. Null when P = 0 or P = T (no pair to compare).
+- `precision_at_k_R`: for each k of `params.ks`, the share of rationale items among the top min(k, T) items
+  (so a short instance is scored on all its items). Ties are broken by position, the earlier item first (a
+  stable sort), so rows are deterministic. Null when P = 0.
+Both are null for R as well when a score of the instance is not finite (as importance_correlation does).
+- `ks`: `params.ks`, the nominal k of each precision entry (the number of items used is min(k, `length`)).
+- `rationale_tokens`: P, the rationale items the metrics are scored against (sentences for HAN).
+
+`run` is batched: one stable sort per ranking over the whole batch (descending scores, masked items last)
+gives both the top-k (its first columns; a sort rather than `topk`, whose order among ties is unspecified
+while ties are common: uniform attention, repeated tokens under order-free encoders) and the average
+descending ranks for the AUC (`searchsorted` on the sorted keys: no loop over tokens). `reference` computes
+the importances one instance at a time (`importance.reference_*`) and the metrics per instance with
+`scipy.stats.rankdata` and `sorted()`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import torch
+from scipy.stats import rankdata
+
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import SharedPass
+from gridlab.analyses.importance import (
+    gradient_importance,
+    leave_one_out,
+    reference_gradient_importance,
+    reference_leave_one_out,
+)
+
+ID = "rationale_recovery"
+VERSION = 1
+RANKINGS = ("attention", "gradient", "grad_x_attention", "leave_one_out")
+SCHEMA = pa.schema([
+    *(field
+      for name in RANKINGS
+      for field in (pa.field(f"auc_{name}", pa.float64()), pa.field(f"precision_at_k_{name}", pa.list_(pa.float64())))),
+    pa.field("ks", pa.list_(pa.int64())),
+    pa.field("rationale_tokens", pa.int64()),
+])
+
+_NEEDS_GRADIENT = frozenset({"gradient", "grad_x_attention"})
+
+
+@dataclass(frozen=True)
+class RecoveryMetrics:
+    """One ranking's metrics for a batch; values where the `*_defined` flag is False are meaningless."""
+
+    auc: torch.Tensor  # (B,) float64
+    auc_defined: torch.Tensor  # (B,) bool
+    precision: torch.Tensor  # (B, K) float64, one column per k
+    precision_defined: torch.Tensor  # (B,) bool
+
+
+def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+    """One backward (gradient), chunked batched deletions (leave-one-out), one sort per ranking."""
+    rankings, ks = context.params.rankings, list(context.params.ks)
+    mask, rationale = shared.encoded.mask, item_rationale(shared)  # (B, T) each; raises before any work
+    model, batch = context.model, shared.batch
+    g = gradient_importance(model, batch, shared) if _NEEDS_GRADIENT & set(rankings) else None
+    d = leave_one_out(model, batch, shared) if "leave_one_out" in rankings else None
+    columns = {}
+    for name, scores in ranking_scores(rankings, shared.alpha, g, d).items():
+        metrics = recovery_metrics(scores, mask, rationale, ks)
+        columns[f"auc_{name}"] = _nullable(metrics.auc.tolist(), metrics.auc_defined.tolist())
+        columns[f"precision_at_k_{name}"] = _nullable(metrics.precision.tolist(), metrics.precision_defined.tolist())
+    return _columns(columns, ks, rationale.sum(-1))
+
+
+def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+    """The importances one instance at a time, then the metrics per instance in numpy / plain Python."""
+    rankings, ks = context.params.rankings, list(context.params.ks)
+    mask, rationale = shared.encoded.mask, item_rationale(shared)  # (B, T) each
+    g = reference_gradient_importance(context.model, shared) if _NEEDS_GRADIENT & set(rankings) else None
+    d = reference_leave_one_out(context.model, shared) if "leave_one_out" in rankings else None
+    columns = {}
+    for name, scores in ranking_scores(rankings, shared.alpha, g, d).items():
+        per_instance = [reference_recovery_metrics(row[present], flags[present], ks)
+                        for row, flags, present in zip(scores.detach().double().cpu().numpy(),
+                                                       rationale.cpu().numpy(), mask.cpu().numpy())]
+        columns[f"auc_{name}"] = [auc for auc, _ in per_instance]
+        columns[f"precision_at_k_{name}"] = [precision for _, precision in per_instance]
+    return _columns(columns, ks, rationale.sum(-1))
+
+
+# ---- scores and rationale -------------------------------------------------------------------------------
+
+
+def ranking_scores(rankings: list[str], alpha: torch.Tensor, g: torch.Tensor | None,
+                   d: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    """The (B, T) scores of each requested ranking, higher = more important: alpha, g, g * alpha, d."""
+    every = {"attention": alpha, "gradient": g, "grad_x_attention": None if g is None else g * alpha,
+             "leave_one_out": d}
+    return {name: every[name] for name in rankings}
+
+
+def item_rationale(shared: SharedPass) -> torch.Tensor:
+    """(B, T) bool: the items of `shared.encoded.mask` in the rationale (tokens; for HAN, the sentences with
+    at least one rationale word). Raises ValueError when the batch has no rationale."""
+    batch = shared.batch
+    if batch.rationale is None:
+        raise ValueError(f"{ID} needs rationale annotations, but the batch has none "
+                         "(the dataset has no rationales, or its split table lacks the `rationale` column)")
+    if batch.sentences is None:
+        return batch.rationale & shared.encoded.mask
+    # The sentences' words are the document's tokens in order (collate splits `ids` at sentence_starts), so
+    # the real words of (B, S, W) row-major and the masked tokens of (B, T) row-major pair up one to one.
+    words = torch.zeros_like(batch.sentences.mask)  # (B, S, W)
+    words[batch.sentences.mask] = batch.rationale[batch.mask]
+    return words.any(-1) & shared.encoded.mask  # (B, S)
+
+
+# ---- metrics, batched -----------------------------------------------------------------------------------
+
+
+def recovery_metrics(scores: torch.Tensor, mask: torch.Tensor, rationale: torch.Tensor,
+                     ks: list[int]) -> RecoveryMetrics:
+    """AUC and precision@k of scores (B, T) against rationale (B, T) over the items of mask (B, T).
+
+    One stable ascending sort of -scores (masked items +inf, so last) orders every row by descending score,
+    ties by position. Average descending ranks come from where each key falls in its sorted row:
+    r'_t = (#{s > s_t} + #{s >= s_t} + 1) / 2 over the row's items. With ascending ranks r = T + 1 - r',
+    AUC = (sum_rationale r - P (P + 1) / 2) / (P (T - P)).
+    """
+    positive = rationale & mask  # (B, T)
+    finite = (scores.isfinite() | ~mask).all(-1)  # (B,)
+    key = torch.where(mask, -scores.nan_to_num(0.0, 0.0, 0.0), torch.inf)  # (B, T); non-finite rows are nulled
+    sorted_keys, order = torch.sort(key, dim=-1, stable=True)  # (B, T) each
+    above = torch.searchsorted(sorted_keys, key, right=False)  # (B, T) items scoring strictly higher
+    at_or_above = torch.searchsorted(sorted_keys, key, right=True)  # (B, T) items scoring higher or equal
+    descending_rank = (above + at_or_above + 1).double() / 2  # (B, T)
+
+    items = mask.sum(-1).double()  # (B,) T
+    p = positive.sum(-1).double()  # (B,) P
+    ascending_sum = p * (items + 1) - (descending_rank * positive).sum(-1)  # (B,) sum of ascending ranks
+    auc = (ascending_sum - p * (p + 1) / 2) / (p * (items - p)).clamp_min(1)  # (B,)
+
+    width = min(max(ks), key.shape[-1])
+    hits = positive.gather(1, order[:, :width]).double().cumsum(-1)  # (B, width) rationale items in the top j
+    used = torch.stack([items.clamp(1, k) for k in ks], dim=-1)  # (B, K) min(k, T), at least 1
+    precision = hits.gather(1, used.long() - 1) / used  # (B, K)
+    return RecoveryMetrics(auc, finite & (p > 0) & (p < items), precision, finite & (p > 0))
+
+
+# ---- metrics, one instance (the oracle) -----------------------------------------------------------------
+
+
+def reference_recovery_metrics(scores: np.ndarray, flags: np.ndarray,
+                               ks: list[int]) -> tuple[float | None, list[float] | None]:
+    """(AUC, [precision@k for k in ks]) of one instance's item scores (T,) against its flags (T,) bool."""
+    items, p = len(scores), int(flags.sum())
+    if p == 0 or not np.isfinite(scores).all():
+        return None, None
+    order = sorted(range(items), key=lambda i: -scores[i])  # stable: ties keep position order
+    precision = [sum(bool(flags[i]) for i in order[: min(k, items)]) / min(k, items) for k in ks]
+    if p == items:
+        return None, precision
+    ranks = rankdata(scores)  # ascending, ties averaged
+    return float((ranks[flags].sum() - p * (p + 1) / 2) / (p * (items - p))), precision
+
+
+# ---- columns and summary --------------------------------------------------------------------------------
+
+
+def _nullable(values: list, defined: list[bool]) -> list:
+    return [value if ok else None for value, ok in zip(values, defined)]
+
+
+def _columns(computed: dict[str, list], ks: list[int], rationale_items: torch.Tensor) -> dict[str, np.ndarray]:
+    """The SCHEMA columns as (B,) arrays: object arrays of floats, lists and None; rankings absent from
+    `computed` are all null."""
+    size = len(rationale_items)
+    columns = {}
+    for field in SCHEMA:
+        if field.name == "ks":
+            columns["ks"] = _objects([list(ks)] * size)
+        elif field.name == "rationale_tokens":
+            columns["rationale_tokens"] = rationale_items.cpu().numpy().astype(np.int64)
+        else:
+            columns[field.name] = _objects(computed.get(field.name, [None] * size))
+    return columns
+
+
+def _objects(values: list) -> np.ndarray:
+    """A (B,) object array of the values as they are (np.array would turn equal-length lists into 2-D)."""
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        out[i] = value
+    return out
+
+
+def summarize(rows: pd.DataFrame) -> dict[str, float]:
+    """Per model and ranking: the mean AUC and the mean precision@k for each k (nulls ignored; NaN when
+    every value is null, e.g. a ranking that was not requested)."""
+    summary: dict[str, float] = {}
+    ks = sorted({int(k) for row_ks in rows["ks"] for k in row_ks})  # never null
+    for name in RANKINGS:
+        auc = rows[f"auc_{name}"].dropna().astype(float)
+        summary[f"auc_{name}_mean"] = float(auc.mean()) if len(auc) else float("nan")
+        by_k: dict[int, list[float]] = defaultdict(list)
+        for row_ks, values in zip(rows["ks"], rows[f"precision_at_k_{name}"]):
+            if not _missing(values):
+                for k, value in zip(row_ks, values):
+                    by_k[int(k)].append(float(value))
+        for k in ks:
+            summary[f"precision_at_{k}_{name}_mean"] = float(np.mean(by_k[k])) if by_k[k] else float("nan")
+    return summary
+
+
+def _missing(value: object) -> bool:
+    """A null list cell as pandas may hold it: None, or a float NaN."""
+    return value is None or (isinstance(value, float) and np.isnan(value))
