@@ -32,7 +32,8 @@ def ray_session(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> It
         return
     local = address in (None, "local")
     quiet_environment(local_ray=local)
-    kwargs = ({"num_cpus": os.cpu_count(), "include_dashboard": False,
+    # address="local": always a new Ray, never one that another process left registered on this machine
+    kwargs = ({"address": "local", "num_cpus": os.cpu_count(), "include_dashboard": False,
                "_node_ip_address": os.environ.get("GRIDLAB_RAY_NODE_IP", LOCAL_NODE_IP)}
               if local else {"address": address})
     _init_with_timeout(kwargs, timeout_s, address or "a local Ray")
@@ -45,7 +46,7 @@ def ray_session(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> It
 def _init_with_timeout(kwargs: dict, timeout_s: float, target: str) -> None:
     """Joining is first tried in a child process with a deadline (ray.init itself has none and hangs on a
     token mismatch); only a cluster that answered is joined in this process."""
-    if "address" in kwargs:
+    if kwargs["address"] != "local":
         probe = f"import ray; ray.init(address={kwargs['address']!r}, logging_level='error'); ray.shutdown()"
         try:
             subprocess.run([sys.executable, "-c", probe], check=True, timeout=timeout_s, capture_output=True)
