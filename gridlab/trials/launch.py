@@ -106,12 +106,13 @@ def _run(grid: ExpandedGrid, cells: list[Cell], tune_root: Path, tracker: Tracke
          emit: Callable[[str], None], already: int) -> None:
     resources = grid.spec.resources.train
     cache_dir = grid.spec.results_dir / "cache"
-    params = [trial_params(c.id, c.config, grid.data_dir, cache_dir, grid.spec.device, resources.cpu, resources.gpu)
+    name = _next_name(tune_root)
+    params = [trial_params(c.id, c.config, grid.data_dir, cache_dir, grid.spec.device, resources.cpu, resources.gpu,
+                           trial_dir=tune_root / name / c.id)
               for c in cells]
     parent = tracker.start_launch(len(cells))
     progress = GridProgress(grid.spec.name, grid.results_dir.resolve(), tracker, parent,
                             {c.id: c.config.model_dump(mode="json") for c in cells}, already, emit)
-    name = _next_name(tune_root)
     tune_root.mkdir(parents=True, exist_ok=True)
     tuner = tune.Tuner(
         _trainable(grid),

@@ -13,6 +13,7 @@ final result with its reason (so Tune does not retry it) and the driver records 
 from __future__ import annotations
 
 import json
+import pickle
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,11 @@ FINAL_FILES = ("model.pt", "config.json", "data.json", "history.json", "metrics.
 
 
 def trial_params(cell_id: str, config: CellConfig, data_dir: Path, cache_dir: Path, device: str,
-                 cpus: float, gpus: float) -> dict[str, Any]:
-    """Everything a trial needs, as plain JSON-able values (Tune stores them with the experiment)."""
+                 cpus: float, gpus: float, trial_dir: Path) -> dict[str, Any]:
+    """Everything a trial needs, as plain JSON-able values (Tune stores them with the experiment).
+    `trial_dir` is where Tune persists this trial's checkpoints (storage path / experiment / cell id)."""
     return {"cell_id": cell_id, "cell": config.model_dump(mode="json"), "data_dir": str(data_dir.resolve()),
+            "trial_dir": str(trial_dir),
             "cache_dir": str(cache_dir.resolve()), "device": device, "cpus": cpus, "gpus": gpus}
 
 
@@ -52,15 +55,15 @@ def train_cell(config: dict[str, Any]) -> None:
     data = load_dataset(config.dataset, Path(params["data_dir"]), Path(params["cache_dir"]), config.data)
     trainer = Trainer(build_model(config, data), data, config, device)
 
-    checkpoint = tune.get_checkpoint()
     resumed_from = 0
+    checkpoint = _resume_point(Path(params["trial_dir"]))
     if checkpoint is not None:
-        with checkpoint.as_directory() as folder:
-            if (Path(folder) / "metrics.json").is_file():  # finished before the driver could publish it
-                tune.report(json.loads((Path(folder) / "metrics.json").read_text()), checkpoint=checkpoint)
-                return
-            trainer.load_state_dict(torch.load(Path(folder) / TRAINER_STATE, map_location=device, weights_only=False))
-            resumed_from = trainer.epoch
+        if (checkpoint / "metrics.json").is_file():  # finished before the driver could publish it
+            tune.report(json.loads((checkpoint / "metrics.json").read_text()),
+                        checkpoint=tune.Checkpoint.from_directory(str(checkpoint)))
+            return
+        trainer.load_state_dict(torch.load(checkpoint / TRAINER_STATE, map_location=device, weights_only=False))
+        resumed_from = trainer.epoch
 
     try:
         while not trainer.finished:
@@ -74,6 +77,31 @@ def train_cell(config: dict[str, Any]) -> None:
         tune.report({"failed": True, "failure_reason": str(failure), "epoch": trainer.epoch + 1})
         return
     _report_final(trainer, data, config, params["cell_id"], device, resumed_from)
+
+
+def _resume_point(trial_dir: Path) -> Path | None:
+    """The furthest complete checkpoint of this trial: Tune's own, or one on disk that Tune's experiment
+    state had not recorded yet when the driver died (the state is saved every few seconds)."""
+    known = tune.get_checkpoint()
+    candidates = [Path(known.path)] if known is not None else []
+    candidates += sorted(trial_dir.glob("checkpoint_*")) if trial_dir.is_dir() else []
+    best, best_epoch = None, -1
+    for folder in candidates:
+        epoch = _checkpoint_epoch(folder)
+        if epoch > best_epoch:
+            best, best_epoch = folder, epoch
+    return best
+
+
+def _checkpoint_epoch(folder: Path) -> float:
+    """How far a checkpoint got: inf for a final one, the epoch for a trainer state, -1 if unusable (a kill
+    can cut a copy short: checkpoints are copied into place, not renamed)."""
+    if (folder / "metrics.json").is_file():
+        return float("inf")
+    try:
+        return torch.load(folder / TRAINER_STATE, map_location="cpu", weights_only=False)["epoch"]
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError, pickle.UnpicklingError):
+        return -1
 
 
 def _report_final(trainer: Trainer, data: PreparedDataset, config: CellConfig, cell_id: str,
