@@ -54,7 +54,9 @@ def batches(length: int, count: int, batch_size: int = 32):
     for start in range(0, count, batch_size):
         n = min(batch_size, count - start)
         ids = torch.randint(4, VOCAB, (n, length), generator=generator).tolist()
-        yield collate({"instance_id": list(range(start, start + n)), "label": [0] * n, "ids": ids})
+        rationale = (torch.rand((n, length), generator=generator) < 0.1).tolist()  # for rationale_recovery
+        yield collate({"instance_id": list(range(start, start + n)), "label": [0] * n, "ids": ids,
+                       "rationale": rationale})
 
 
 def rate(function, context, shared_passes, instances: int) -> float:
@@ -69,7 +71,8 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--lengths", type=int, nargs="+", default=[20, 180])
     parser.add_argument("--encoder", default="lstm")
-    parser.add_argument("--analyses", nargs="+", default=sorted(IMPLEMENTATIONS))
+    per_instance = sorted(a for a, m in IMPLEMENTATIONS.items() if hasattr(m, "reference"))
+    parser.add_argument("--analyses", nargs="+", default=per_instance, choices=per_instance)
     parser.add_argument("--instances", type=int, default=64, help="instances per measurement (batched)")
     parser.add_argument("--loop-instances", type=int, default=16, help="instances for the per-instance loop")
     parser.add_argument("--threads", type=int, default=2)
