@@ -1,4 +1,5 @@
-"""`gridlab launch` and `gridlab status`: train a grid's cells on Ray and see where each one stands."""
+"""`gridlab launch`, `analyze` and `status`: train a grid's cells and run its analyses on Ray, and see where
+each cell stands."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def launch(
     address: Annotated[Optional[str], typer.Option(help="Ray address: 'auto', 'ray://host:10001'; "
                                                         "default: the grid's ray.address (null: a local Ray).")] = None,
 ) -> None:
-    """Train every cell of the grid that is not trained yet (resuming an interrupted launch first)."""
+    """Train every untrained cell (resuming an interrupted launch first), then run the grid's analyses."""
     from gridlab.trials.launch import launch as run_launch  # Ray and MLflow load only for this command
 
     expanded = load(grid)
