@@ -15,6 +15,7 @@ from gridlab.analyses import (
     erasure_multi,
     erasure_single,
     importance_correlation,
+    layer_permutation,
     permutation,
     rationale_recovery,
 )
@@ -22,5 +23,5 @@ from gridlab.analyses import (
 IMPLEMENTATIONS: dict[str, ModuleType] = {
     module.ID: module
     for module in (importance_correlation, permutation, adversarial, erasure_single, erasure_multi,
-                   attention_ablation, rationale_recovery)
+                   attention_ablation, layer_permutation, rationale_recovery)
 }
