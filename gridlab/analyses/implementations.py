@@ -18,10 +18,11 @@ from gridlab.analyses import (
     layer_permutation,
     permutation,
     rationale_recovery,
+    sparsity_importance,
 )
 
 IMPLEMENTATIONS: dict[str, ModuleType] = {
     module.ID: module
     for module in (importance_correlation, permutation, adversarial, erasure_single, erasure_multi,
-                   attention_ablation, layer_permutation, rationale_recovery)
+                   sparsity_importance, attention_ablation, layer_permutation, rationale_recovery)
 }

@@ -45,6 +45,8 @@ def bounds(column: str) -> tuple[float, float] | None:
         return 0.0, LN2
     if column.startswith("tau"):
         return -1.0, 1.0
+    if column.startswith("entropy"):
+        return 0.0, 1.0
     if column.startswith(("p_", "frac")):
         return 0.0, 1.0
     if column.startswith("delta_js"):

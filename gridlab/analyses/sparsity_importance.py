@@ -1,0 +1,258 @@
+"""`sparsity_importance` — Meister et al. §3–4, Appendix A (SPEC §3 G): how dispersed is feature importance
+(FI), and how does attention rank the items against it?
+
+    >>> context = AnalysisContext(cell_id, model.eval(), device, NoParams())
+    >>> columns = sparsity_importance.run(context, forward_once(model, batch))
+    >>> columns["entropy_gy_x"], columns["tau_gy_x"]   # (B,) floats or None
+    >>> normalised_entropy(np.array([0.5, 0.5]))       # 1.0
+
+Per instance, over the items of the final attention layer (`shared.encoded.mask`: tokens, the premise's
+tokens for pair tasks, sentences for HAN), five FI distributions, each a non-negative vector normalised to
+sum 1 over the items (their Eq. 4–6):
+
+- `gy_x`: g_y(x_i) = ||d y / d X_i||_2, X_i the embedding of item i (for HAN the L2 norm over all the
+  sentence's word embeddings), y the probability of the predicted class `shared.pred`. The gradient is
+  `importance.input_gradient`'s: alpha is held at `shared.alpha` (J&W's framework, which Meister et al.
+  build on), so this is the same derivative as gridlab's gradient importance, only L2-normed.
+- `gy_h`: g_y(h_i) = ||d y / d h_i||_2 with alpha = `model.attend(h)` recomputed from h and NOT detached:
+  with alpha constant, d y / d h_i = alpha_i W^T d y / d c, a multiple of alpha_i, and tau with alpha would be
+  1 by construction.
+- `gh_x`: g_{h_p}(x_i) = ||d ||h_p||_2 / d X_i||_2 for every item p; the column is the mean over p of the
+  normalised entropies (their Table 1). One backward per p over the whole batch (instances never interact,
+  so the gradient of the batch's summed ||h_p|| is each instance's own): T backwards per batch, which is
+  O(T^2) work, as the Jacobian it is.
+- `dy_x`: D_y(x_i) = |y - y_-i| with item i deleted, `importance.leave_one_out`. That is the TVD of the
+  output distributions, which equals |y - y_-i| for two classes and is used as is for more.
+- `dy_h`: D_y(h_i), the same TVD with representation i erased at the attention layer: alpha_i set to 0 and
+  the rest renormalised (for a softmax projection exactly attention recomputed without h_i), all T erasures
+  of a batch decoded in one `decode_many` call. Erasing the only weighted item leaves alpha = 0, the zero
+  context.
+
+Columns: the normalised entropies H~(p) = -sum p log p / log n (0 for n = 1) of the five, and Kendall tau-b
+of alpha with gy_x, dy_x, gy_h and dy_h (`importance_correlation.kendall`; normalising does not change
+ranks). Arrays are object arrays of floats and None (an Arrow null; never NaN). Every column is null where
+T < 2 (a single item trivially holds all importance); an entropy is also null where its FI vector sums to 0
+or is not finite (nothing to normalise; `entropy_gh_x` averages over the p whose vector is defined), a tau
+where `kendall` finds tau-b undefined (e.g. uniform attention).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import torch
+
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import SharedPass, decode_many
+from gridlab.analyses.importance import (
+    input_gradient,
+    instance_rows,
+    leave_one_out,
+    prediction_gradient,
+    reference_leave_one_out,
+    tvd_beside,
+)
+from gridlab.analyses.importance_correlation import kendall
+from gridlab.data.batching import Batch, collate
+from gridlab.models.classifier import AttentionClassifier
+
+ID = "sparsity_importance"
+VERSION = 1
+MEASURES = ("gy_x", "dy_x", "gy_h", "dy_h")
+SCHEMA = pa.schema(
+    [(f"entropy_{m}", pa.float64()) for m in (*MEASURES, "gh_x")] + [(f"tau_{m}", pa.float64()) for m in MEASURES]
+)
+
+
+# ---- the measures, batched -------------------------------------------------------------------------------
+
+
+def input_gradient_norms(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> torch.Tensor:
+    """(B, T) ||d y / d X_i||_2 per item (alpha held at `shared.alpha`), 0 outside the mask."""
+    gradient, _ = input_gradient(model, batch, shared)  # (B, T, d) or HAN (B, S, W, d)
+    mask = shared.encoded.mask
+    return gradient.reshape(*mask.shape, -1).norm(dim=-1) * mask
+
+
+def representation_gradient_norms(model: AttentionClassifier, shared: SharedPass) -> torch.Tensor:
+    """(B, T) ||d y / d h_i||_2 with alpha recomputed from h (not detached), 0 outside the mask."""
+    encoded = shared.encoded
+    with torch.enable_grad():
+        h = encoded.h.detach().requires_grad_(True)  # (B, T, m)
+        logits = model.decode(h, model.attend(h, encoded.mask, encoded.query), encoded.query)  # (B, C)
+        direction = prediction_gradient(logits.detach(), shared.pred)  # (B, C)
+        (gradient,) = torch.autograd.grad(logits, h, grad_outputs=direction)
+    return gradient.norm(dim=-1) * encoded.mask
+
+
+def representation_input_gradient_norms(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> torch.Tensor:
+    """(B, T_p, T_i) ||d ||h_p||_2 / d X_i||_2, 0 where p or i is outside the mask: one backward per p."""
+    mask = shared.encoded.mask  # (B, T)
+    out = torch.zeros(*mask.shape, mask.shape[1], dtype=shared.encoded.h.dtype, device=mask.device)
+    with torch.enable_grad():
+        embedded = model.embed(batch).detach().requires_grad_(True)
+        norms = model.encode(batch, embedded=embedded).h.norm(dim=-1)  # (B, T)
+        for p in range(mask.shape[1]):
+            rows = mask[:, p]  # (B,) instances with an item at p
+            if not rows.any():
+                continue
+            selector = torch.zeros_like(norms)
+            selector[:, p] = rows.to(norms.dtype)
+            (gradient,) = torch.autograd.grad(norms, embedded, grad_outputs=selector, retain_graph=True)
+            out[:, p] = gradient.reshape(*mask.shape, -1).norm(dim=-1) * mask * rows[:, None]
+    return out
+
+
+def erased_alphas(alpha: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """alpha (B, T) -> (B, T, T): row i is alpha with alpha_i = 0, renormalised (all zero if nothing is left)."""
+    t = alpha.shape[1]
+    kept = alpha[:, None, :] * ~torch.eye(t, dtype=torch.bool, device=alpha.device)  # (B, T, T)
+    kept = kept * mask[:, None, :]
+    total = kept.sum(-1, keepdim=True)  # (B, T, 1)
+    return torch.where(total > 0, kept / total.clamp_min(torch.finfo(alpha.dtype).tiny), 0.0)
+
+
+@torch.no_grad()
+def representation_erasure(model: AttentionClassifier, shared: SharedPass) -> torch.Tensor:
+    """(B, T) D_y(h_i) = TVD(y with h_i erased at the attention layer, y), 0 outside the mask."""
+    probs = decode_many(model, shared, erased_alphas(shared.alpha, shared.encoded.mask))  # (B, T, C)
+    return tvd_beside(probs, shared.probs[:, None, :], shared.pred) * shared.encoded.mask
+
+
+# ---- entropies and columns -------------------------------------------------------------------------------
+
+
+def normalised_entropy(p: np.ndarray) -> float:
+    """H~(p) = -sum p log p / log n for a distribution p (n,), with 0 log 0 = 0; 0 for n = 1."""
+    if len(p) <= 1:
+        return 0.0
+    positive = p[p > 0]
+    return float(min(max(-(positive * np.log(positive)).sum() / math.log(len(p)), 0.0), 1.0))
+
+
+def normalise(importance: np.ndarray) -> np.ndarray | None:
+    """Non-negative importances (n,) -> their shares of the total, or None where there is no finite total."""
+    total = importance.sum()
+    if not np.isfinite(importance).all() or total <= 0:
+        return None
+    return importance / total
+
+
+def entropy_of(importance: np.ndarray) -> float | None:
+    shares = normalise(importance)
+    return None if shares is None else normalised_entropy(shares)
+
+
+def mean_entropy(importances: np.ndarray) -> float | None:
+    """(P, n) one importance vector per p -> the mean normalised entropy over the p that are defined."""
+    entropies = [e for e in (entropy_of(row) for row in importances) if e is not None]
+    return float(np.mean(entropies)) if entropies else None
+
+
+def sparsity_columns(alpha: torch.Tensor, mask: torch.Tensor, measures: dict[str, torch.Tensor],
+                     gh_x: torch.Tensor) -> dict[str, np.ndarray]:
+    """alpha, mask (B, T), `measures` {name in MEASURES: (B, T)} and gh_x (B, T, T) -> the SCHEMA columns."""
+    columns: dict[str, list] = {name: [] for name in SCHEMA.names}
+    weights, present = _numpy(alpha), mask.cpu().numpy()
+    values = {name: _numpy(x) for name, x in measures.items()}
+    per_p = _numpy(gh_x)
+    for b in range(len(weights)):
+        items = present[b]
+        defined = items.sum() >= 2
+        for name in MEASURES:
+            importance = values[name][b, items]
+            columns[f"entropy_{name}"].append(entropy_of(importance) if defined else None)
+            columns[f"tau_{name}"].append(kendall(weights[b, items], importance)[0] if defined else None)
+        columns["entropy_gh_x"].append(mean_entropy(per_p[b][np.ix_(items, items)]) if defined else None)
+    return {name: np.array(column, dtype=object) for name, column in columns.items()}
+
+
+def _numpy(x: torch.Tensor) -> np.ndarray:
+    return x.detach().double().cpu().numpy()
+
+
+# ---- the analysis ----------------------------------------------------------------------------------------
+
+
+def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+    """Two backwards for g_y, T for g_h, chunked batched deletions for D_y(x), one decode for D_y(h)."""
+    model, batch = context.model, shared.batch
+    measures = {
+        "gy_x": input_gradient_norms(model, batch, shared),
+        "dy_x": leave_one_out(model, batch, shared),
+        "gy_h": representation_gradient_norms(model, shared),
+        "dy_h": representation_erasure(model, shared),
+    }
+    gh_x = representation_input_gradient_norms(model, batch, shared)
+    return sparsity_columns(shared.alpha, shared.encoded.mask, measures, gh_x)
+
+
+def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+    """The same measures one instance at a time (rebuilt with `collate`), by plain autograd through the
+    softmax, one backward per p, one decode per erased representation."""
+    model, mask = context.model, shared.encoded.mask
+    b_size, t = mask.shape
+    measures = {name: torch.zeros(b_size, t, dtype=torch.float64) for name in ("gy_x", "gy_h", "dy_h")}
+    measures["dy_x"] = reference_leave_one_out(model, shared).double()
+    gh_x = torch.zeros(b_size, t, t, dtype=torch.float64)
+    for b in range(b_size):
+        rows = instance_rows(shared.batch, b)
+        alone = collate(rows, sentences="sentence_starts" in rows).to(mask.device)
+        slots = mask[b].nonzero()[:, 0]  # (n,) where the instance's items sit in the batch
+        for name, values in _reference_instance(model, alone, int(shared.pred[b])).items():
+            if name == "gh_x":
+                gh_x[b, slots[:, None], slots[None, :]] = values
+            else:
+                measures[name][b, slots] = values
+    return sparsity_columns(shared.alpha, mask, measures, gh_x)
+
+
+def _reference_instance(model: AttentionClassifier, alone: Batch, pred: int) -> dict[str, torch.Tensor]:
+    """One instance's gy_x, gy_h, dy_h (n,) and gh_x (n, n) over its n items."""
+    with torch.enable_grad():
+        embedded = model.embed(alone).detach().requires_grad_(True)
+        encoded = model.encode(alone, embedded=embedded)
+        items = encoded.mask[0]  # (T,)
+        alpha = model.attend(encoded.h, encoded.mask, encoded.query)
+        y = torch.softmax(model.decode(encoded.h, alpha.detach(), encoded.query), -1)[0, pred]
+        (gradient,) = torch.autograd.grad(y, embedded, retain_graph=True)
+        gy_x = gradient[0].reshape(len(items), -1).norm(dim=-1)[items]
+
+        h = encoded.h.detach().requires_grad_(True)
+        y_h = torch.softmax(model.decode(h, model.attend(h, encoded.mask, encoded.query), encoded.query), -1)
+        (gradient_h,) = torch.autograd.grad(y_h[0, pred], h)
+        gy_h = gradient_h[0].norm(dim=-1)[items]
+
+        gh_x = []
+        for p in items.nonzero()[:, 0].tolist():
+            (g,) = torch.autograd.grad(encoded.h[0, p].norm(), embedded, retain_graph=True)
+            gh_x.append(g[0].reshape(len(items), -1).norm(dim=-1)[items])
+    with torch.no_grad():
+        original = torch.softmax(model.decode(encoded.h, alpha, encoded.query), -1)[0]
+        dy_h = []
+        for i in items.nonzero()[:, 0].tolist():
+            erased = alpha.clone()
+            erased[0, i] = 0.0
+            total = erased.sum()
+            erased = erased / total if total > 0 else erased
+            probs = torch.softmax(model.decode(encoded.h, erased, encoded.query), -1)[0]
+            dy_h.append(0.5 * (probs - original).abs().sum())
+    return {"gy_x": gy_x.double(), "gy_h": gy_h.double(), "dy_h": _stacked(dy_h, (0,)),
+            "gh_x": _stacked(gh_x, (0, 0))}
+
+
+def _stacked(values: list[torch.Tensor], empty: tuple[int, ...]) -> torch.Tensor:
+    """The values stacked in float64, or a float64 tensor of shape `empty` where there are none."""
+    return torch.stack(values).double() if values else torch.zeros(empty, dtype=torch.float64)
+
+
+def summarize(rows: pd.DataFrame) -> dict[str, float]:
+    """Per model, the mean of each column over the instances where it is defined (NaN if nowhere)."""
+    summary: dict[str, float] = {}
+    for name in SCHEMA.names:
+        values = rows[name].dropna().astype(float)
+        summary[f"{name}_mean"] = float(values.mean()) if len(values) else float("nan")
+    return summary
