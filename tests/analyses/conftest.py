@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
+from gridlab.grid.schema import CellConfig, ModelConfig
+from gridlab.models.factory import build_model
 
 
 def short_synthetic_rows(root: Path, n_test: int) -> dict:
@@ -16,3 +20,20 @@ def short_synthetic_rows(root: Path, n_test: int) -> dict:
     rows = data.splits["test"].select(["ids", "label", "instance_id"]).to_pydict()
     rows["ids"][0], rows["ids"][1] = rows["ids"][0][:1], rows["ids"][1][:2]
     return {"data": data, "rows": rows}
+
+
+TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
+
+
+def perturbed_model(data, encoder: str, alignment: str, projection: str = "softmax", seed: int = 0):
+    """A tiny untrained model with noise added to its weights (more outside attention), so outputs move with
+    attention and decisions can flip."""
+    config = CellConfig(dataset="synthetic", encoder=encoder, attention=alignment, projection=projection,
+                        architecture="flat", seed=seed, model=TINY)
+    model = build_model(config, data).eval()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            scale = 0.1 if name.startswith("attention") else 0.5
+            parameter.add_(scale * torch.randn(parameter.shape, generator=generator))
+    return model

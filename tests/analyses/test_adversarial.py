@@ -16,11 +16,10 @@ from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once, jsd
 from gridlab.analyses.registry import AdversarialParams
 from gridlab.data.batching import Batch, collate
-from gridlab.grid.schema import CellConfig, ModelConfig
+from gridlab.grid.schema import ModelConfig
 from gridlab.models.classifier import AttentionClassifier, Encoded
-from gridlab.models.factory import build_model
 
-from .conftest import short_synthetic_rows
+from .conftest import perturbed_model, short_synthetic_rows
 
 CELL = "cell-under-test"
 TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
@@ -40,15 +39,7 @@ def picked(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def model_for(picked: dict, encoder: str, alignment: str, projection: str = "softmax",
               seed: int = 0) -> AttentionClassifier:
     """A tiny untrained model with larger weights, so the output moves with attention and eps binds."""
-    config = CellConfig(dataset="synthetic", encoder=encoder, attention=alignment, projection=projection,
-                        architecture="flat", seed=seed, model=TINY)
-    model = build_model(config, picked["data"]).eval()
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            scale = 0.1 if name.startswith("attention") else 0.5
-            parameter.add_(scale * torch.randn(parameter.shape, generator=generator))
-    return model
+    return perturbed_model(picked["data"], encoder, alignment, projection, seed)
 
 
 class ToyPair(AttentionClassifier):

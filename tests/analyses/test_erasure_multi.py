@@ -16,11 +16,10 @@ from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once
 from gridlab.analyses.registry import ErasureMultiParams
 from gridlab.data.batching import Batch, collate
-from gridlab.grid.schema import CellConfig, ModelConfig
+from gridlab.grid.schema import ModelConfig
 from gridlab.models.classifier import AttentionClassifier, Encoded
-from gridlab.models.factory import build_model
 
-from .conftest import short_synthetic_rows
+from .conftest import perturbed_model, short_synthetic_rows
 
 CELL = "cell-under-test"
 TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
@@ -40,14 +39,8 @@ def model_for(picked: dict, encoder: str, alignment: str, projection: str, seed:
     """A tiny untrained model, perturbed so decisions sit near the boundary and erasures flip them: larger
     encoder/classifier weights, mild attention noise (so sparsemax keeps several items), a small bias (so
     the zero context predicts one definite class)."""
-    config = CellConfig(dataset="synthetic", encoder=encoder, attention=alignment, projection=projection,
-                        architecture="flat", seed=seed, model=TINY)
-    model = build_model(config, picked["data"]).eval()
-    generator = torch.Generator().manual_seed(seed)
+    model = perturbed_model(picked["data"], encoder, alignment, projection, seed)
     with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            scale = 0.1 if name.startswith("attention") else 0.5
-            parameter.add_(scale * torch.randn(parameter.shape, generator=generator))
         model.classifier.bias.mul_(0.01)
     return model
 

@@ -29,7 +29,8 @@ from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
-from tests.analyses.conftest import short_synthetic_rows
+
+from .conftest import short_synthetic_rows
 
 CELL = "cell-under-test"
 TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
