@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from gridlab.analyses.registry import Params
+from gridlab.grid.schema import CellConfig
 from gridlab.models.classifier import AttentionClassifier
 
 
@@ -25,3 +26,4 @@ class AnalysisContext:
     model: AttentionClassifier  # in eval mode
     device: torch.device
     params: Params
+    config: CellConfig | None = None  # the cell's resolved config: per-model analyses that train need it

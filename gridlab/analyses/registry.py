@@ -73,9 +73,14 @@ class AdversarialModelParams(Params):
     _variants_unique = field_validator("variants")(_unique)
 
 
-class SeedVarianceParams(Params):
-    mlp_hidden: int = Field(64, ge=1, description="hidden size of W&P's diagnostic MLP")
-    mlp_epochs: int = Field(8, ge=1)
+class DiagnosticMlpParams(Params):
+    variants: list[Literal["uniform", "learned", "base"]] = Field(
+        default_factory=lambda: ["uniform", "learned", "base"], min_length=1,
+        description="how the MLP weighs its tokens: uniformly, by its own trained attention, by the model's frozen one")
+    hidden: int = Field(64, ge=1, description="hidden size of W&P's diagnostic MLP")
+    epochs: int = Field(8, ge=1)
+
+    _variants_unique = field_validator("variants")(_unique)
 
 
 class RationaleRecoveryParams(Params):
@@ -129,8 +134,10 @@ ANALYSES: dict[str, AnalysisInfo] = {
                      AdversarialModelParams, "model", _classification, "a classifier"),
         AnalysisInfo("layer_permutation", "accuracy with self-attention layers 1..k permuted (Vashishth §4.3)",
                      NoParams, "model", lambda cell: cell["encoder"] == "transformer", "encoder transformer"),
-        AnalysisInfo("seed_variance", "attention JSD between seeds; diagnostic MLP (W&P)",
-                     SeedVarianceParams, "grid", _classification, "a classifier"),
+        AnalysisInfo("seed_variance", "attention JSD between models that differ only in seed (W&P)",
+                     NoParams, "grid", _classification, "a classifier"),
+        AnalysisInfo("diagnostic_mlp", "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
+                     DiagnosticMlpParams, "model", _classification, "a classifier"),
         AnalysisInfo("rationale_recovery", "precision@k and AUC of rankings against true rationales",
                      RationaleRecoveryParams, "instance",
                      lambda cell: DATASETS[cell["dataset"]].has_rationales, "a dataset with rationales"),

@@ -66,7 +66,8 @@ class ShardRunner:
         if not todo:
             return []
         cell = self._load(job.cell_id)
-        contexts = {a: AnalysisContext(job.cell_id, cell.model, self.device, ANALYSES[a].params.model_validate(job.analyses[a]))
+        contexts = {a: AnalysisContext(job.cell_id, cell.model, self.device,
+                                       ANALYSES[a].params.model_validate(job.analyses[a]), cell.config)
                     for a in todo}
         per_model = [a for a in todo if getattr(IMPLEMENTATIONS[a], "SCOPE", "instance") == "model"]
         written = [self._run_model_level(job, cell, IMPLEMENTATIONS[a], contexts[a]) for a in per_model]
