@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
@@ -131,7 +131,8 @@ class GridFile(Strict):
     data: DataConfig = DataConfig()
     analyses: dict[str, dict[str, Any] | None] = Field(default_factory=dict)
     instances: int | None = Field(1000, ge=1, description="test instances per model for analyses; null = all")
-    shard_size: int = Field(256, ge=1)
+    shard_size: int = Field(256, ge=1, description="test instances per shard: a multiple of analysis_batch_size")
+    analysis_batch_size: int = Field(32, ge=1, description="instances per batch in the analyses")
 
     @field_validator("name")
     @classmethod
@@ -141,6 +142,15 @@ class GridFile(Strict):
         if not NAME_PATTERN.match(value):
             raise ValueError(f"'{value}' is not a valid name (expected lower-case letters, digits, '-' and '_')")
         return value
+
+    @model_validator(mode="after")
+    def _shards_hold_whole_batches(self) -> GridFile:
+        """Shards of whole batches: every instance is then analysed in the same batch whatever the sharding, so
+        the rows of 1 shard and of 3 are bit for bit the same (float kernels round by batch shape)."""
+        if self.shard_size % self.analysis_batch_size:
+            raise ValueError(f"shard_size {self.shard_size} is not a multiple of analysis_batch_size "
+                             f"{self.analysis_batch_size} (expected e.g. {self.analysis_batch_size * max(1, round(self.shard_size / self.analysis_batch_size))})")
+        return self
 
     @field_validator("grid")
     @classmethod

@@ -66,7 +66,7 @@ def plan_jobs(grid: ExpandedGrid, only: list[str] | None = None) -> tuple[list[S
                        if not part_path(grid.results_dir, a, cell.id, shard.index).exists()}
             existing += len(wanted) - len(missing)
             if missing:
-                jobs.append(ShardJob(grid.spec.name, cell.id, shard, missing))
+                jobs.append(ShardJob(grid.spec.name, cell.id, shard, missing, grid.spec.analysis_batch_size))
     return jobs, existing
 
 

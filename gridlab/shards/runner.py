@@ -31,7 +31,6 @@ from gridlab.results.parts import common_columns, model_common_columns, part_pat
 from gridlab.shards.plan import Shard
 
 SPLIT = "test"
-BATCH_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -40,10 +39,11 @@ class ShardJob:
     cell_id: str
     shard: Shard
     analyses: dict[str, dict] = field(default_factory=dict)  # analysis id -> params (JSON)
+    batch_size: int = 32  # shards start at multiples of it, so an instance's batch never depends on sharding
 
 
 @dataclass
-class _LoadedCell:
+class LoadedCell:
     config: CellConfig
     data: PreparedDataset
     model: torch.nn.Module
@@ -55,7 +55,7 @@ class ShardRunner:
         self.data_dir = data_dir
         self.cache_dir = cache_dir
         self.device = device
-        self._cells: dict[str, _LoadedCell] = {}
+        self._cells: dict[str, LoadedCell] = {}
 
     def missing(self, job: ShardJob) -> list[str]:
         """The analyses of the job whose part is not written yet."""
@@ -65,7 +65,7 @@ class ShardRunner:
         todo = self.missing(job)
         if not todo:
             return []
-        cell = self._load(job.cell_id)
+        cell = self.load(job.cell_id)
         contexts = {a: AnalysisContext(job.cell_id, cell.model, self.device,
                                        ANALYSES[a].params.model_validate(job.analyses[a]), cell.config)
                     for a in todo}
@@ -77,7 +77,7 @@ class ShardRunner:
         table = cell.data.splits[SPLIT].slice(job.shard.start, job.shard.stop - job.shard.start)
         collected: dict[str, list[dict]] = {a: [] for a in todo}
         common: list[dict] = []
-        for batch in iterate_batches(table, BATCH_SIZE):
+        for batch in iterate_batches(table, job.batch_size):
             batch = batch.to(self.device)
             shared = forward_once(cell.model, batch)
             common.append(_common_arrays(shared))
@@ -87,7 +87,7 @@ class ShardRunner:
             written.append(self._write(job, cell.config, module, common, collected[analysis_id]))
         return written
 
-    def _run_model_level(self, job: ShardJob, cell: _LoadedCell, module: ModuleType, context: AnalysisContext) -> Path:
+    def _run_model_level(self, job: ShardJob, cell: LoadedCell, module: ModuleType, context: AnalysisContext) -> Path:
         """A per-model analysis: one part (shard 0) over the whole test split, one row per setting."""
         rows = module.run_model(context, cell.data)
         n = len(next(iter(rows.values())))
@@ -105,7 +105,8 @@ class ShardRunner:
         write_part(path, rows_table(columns, specific, module.SCHEMA))
         return path
 
-    def _load(self, cell_id: str) -> _LoadedCell:
+    def load(self, cell_id: str) -> LoadedCell:
+        """The cell's config, prepared dataset and trained model (eval mode, on the runner's device), loaded once."""
         if cell_id not in self._cells:
             folder = ModelStore(self.grid_results).cell(cell_id)
             if folder.state() != "trained":
@@ -120,7 +121,7 @@ class ShardRunner:
                                    f"with (cache key {reference['cache_key']} vs {data.cache_key}); retrain with --force")
             model = build_model(config, data)
             model.load_state_dict(torch.load(folder.checkpoint, map_location="cpu", weights_only=True))
-            self._cells[cell_id] = _LoadedCell(config, data, model.to(self.device).eval())
+            self._cells[cell_id] = LoadedCell(config, data, model.to(self.device).eval())
         return self._cells[cell_id]
 
 

@@ -91,6 +91,7 @@ BAD_GRIDS = [
      "unknown key 'samples' (expected one of: n)"),
     ("bad-analysis-param", edited(analyses={"erasure_multi": {"rankings": ["attention", "gradiant"]}}),
      "analyses.erasure_multi.rankings[1]", "did you mean 'gradient'?"),
+    ("shard-not-whole-batches", edited(shard_size=100), None, "shard_size 100 is not a multiple of analysis_batch_size 32"),
     ("gpu-negative", edited(resources={"train": {"gpu": -1}}), "resources.train.gpu", "greater than or equal to 0"),
     ("bad-ray-address", edited(ray={"address": "http://x"}), "ray.address", "not a Ray address"),
     ("lambda-too-large", edited(grid__projection=["sparsegen"], grid__projection_lambda=[0.5, 1.5]),

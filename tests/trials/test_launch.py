@@ -42,7 +42,7 @@ def runs(folder: Path, name: str, query: str = ""):
 
 def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
-    path = write_grid(tmp_path, analyses=ANALYSES, instances=60, shard_size=25)
+    path = write_grid(tmp_path, analyses=ANALYSES, instances=60, shard_size=25, analysis_batch_size=5)
     first = launch(path)
     assert first.exit_code == 0, first.output
     grid_cells = cells(path)
@@ -74,7 +74,7 @@ def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path
     assert [m.step for m in history] == [1, 2]
 
     parts = sorted((tmp_path / "runs" / "g" / "analyses").rglob("*.parquet"))
-    assert len(parts) == len(ANALYSES) * 4 * 3  # every analysis, every cell, shards of 25 + 25 + 10
+    assert len(parts) == len(ANALYSES) * 4 * 3  # every analysis, every cell, shards of 25 + 25 + 10 (batches of 5)
     for analysis in ANALYSES:
         frame = pd.read_parquet(tmp_path / "runs" / "g" / "analyses" / analysis)
         assert len(frame) == 4 * 60 and set(frame["cell_id"]) == {c.id for c in grid_cells}
