@@ -137,7 +137,7 @@ ANALYSES: dict[str, AnalysisInfo] = {
         AnalysisInfo("seed_variance", "attention JSD between models that differ only in seed (W&P)",
                      NoParams, "grid", _classification, "a classifier"),
         AnalysisInfo("diagnostic_mlp", "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
-                     DiagnosticMlpParams, "model", _classification, "a classifier"),
+                     DiagnosticMlpParams, "model", lambda cell: cell["architecture"] == "flat", "architecture flat"),
         AnalysisInfo("rationale_recovery", "precision@k and AUC of rankings against true rationales",
                      RationaleRecoveryParams, "instance",
                      lambda cell: DATASETS[cell["dataset"]].has_rationales, "a dataset with rationales"),

@@ -3,6 +3,7 @@
     gridlab validate grids/quick.yaml
     gridlab plan grids/quick.yaml
     gridlab data list
+    gridlab report grids/quick.yaml
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import typer
 
 from gridlab import __version__
-from gridlab.cli import data_commands, grid_commands, run_commands
+from gridlab.cli import data_commands, grid_commands, report_commands, run_commands
+from gridlab.cli import annotate_commands
 
 app = typer.Typer(
     name="gridlab",
@@ -24,7 +26,9 @@ app.command()(grid_commands.plan)
 app.command()(run_commands.launch)
 app.command()(run_commands.analyze)
 app.command()(run_commands.status)
+app.command()(report_commands.report)
 app.add_typer(data_commands.app, name="data")
+app.add_typer(annotate_commands.app, name="annotate")
 
 
 def _version(show: bool) -> None:

@@ -6,25 +6,27 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
 
 from gridlab.analyses.registry import ANALYSES
 from gridlab.cli.output import console, echo, user_errors, warn
-from gridlab.grid.expand import Cell, ExpandedGrid, expand
+from gridlab.grid.expand import Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file
 
 GridArg = Annotated[Path, typer.Argument(help="The grid file (YAML).", show_default=False)]
+WhereOption = Annotated[Optional[list[str]], typer.Option(
+    "--where", help="Only the cells whose config matches PATH=VALUE[,VALUE...], e.g. dataset=sst (repeatable).")]
 COLUMNS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
 
 
-def load(grid: Path) -> ExpandedGrid:
+def load(grid: Path, where: list[str] | None = None) -> ExpandedGrid:
     expanded = expand(load_grid_file(grid), file=str(grid))
     for message in expanded.warnings:
         warn(f"{grid}: {message}")
-    return expanded
+    return restrict(expanded, where or [])
 
 
 def applicable(expanded: ExpandedGrid, cell: Cell) -> list[str]:
@@ -45,9 +47,10 @@ def validate(grid: GridArg) -> None:
 def plan(
     grid: GridArg,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per cell instead of a table.")] = False,
+    where: WhereOption = None,
 ) -> None:
     """Show every cell (id, dataset, encoder, ...) and what would run for it, with counts."""
-    expanded = load(grid)
+    expanded = load(grid, where)
     if as_json:
         for cell in expanded.cells:
             echo(json.dumps({"id": cell.id, "config": cell.config.model_dump(mode="json"),

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from gridlab.checkpoints import ModelStore
-from gridlab.cli.grid_commands import GridArg, load
+from gridlab.cli.grid_commands import GridArg, WhereOption, load
 from gridlab.cli.output import console, echo, user_errors
 from gridlab.errors import GridlabError
 from gridlab.grid.suggest import unknown
@@ -21,17 +21,21 @@ def launch(
     force: Annotated[Optional[list[str]], typer.Option("--force", help="Retrain this cell id (repeatable).")] = None,
     address: Annotated[Optional[str], typer.Option(help="Ray address: 'auto', 'ray://host:10001'; "
                                                         "default: the grid's ray.address (null: a local Ray).")] = None,
+    where: WhereOption = None,
 ) -> None:
-    """Train every untrained cell (resuming an interrupted launch first), then run the grid's analyses."""
+    """Train every untrained cell (resuming an interrupted launch first) and run the grid's analyses."""
     from gridlab.trials.launch import launch as run_launch  # Ray and MLflow load only for this command
 
-    expanded = load(grid)
+    expanded = load(grid, where)
     report = run_launch(expanded, force or [], address, emit=echo)
     if report.trained or report.failed:
         echo(f"done: {len(report.trained)} trained, {len(report.failed)} failed, {report.skipped} already trained")
     for cell_id, reason in report.failed.items():
         echo(f"failed: {cell_id}: {reason}")
-    if report.failed:
+    failed_shards = report.analyses.failed if report.analyses else []
+    for shard in failed_shards:
+        echo(f"analysis failed: {shard}")
+    if report.failed or failed_shards:
         raise typer.Exit(1)
 
 
@@ -40,13 +44,14 @@ def analyze(
     grid: GridArg,
     analysis: Annotated[Optional[list[str]], typer.Option("--analysis", help="Only this analysis id (repeatable).")] = None,
     address: Annotated[Optional[str], typer.Option(help="Ray address; default: the grid's ray.address.")] = None,
+    where: WhereOption = None,
 ) -> None:
     """Run or resume only the analyses, on every trained cell (parts already written are skipped)."""
     from gridlab.shards.actors import run_analyses, summarize
     from gridlab.trials.launch import tracker_for
     from gridlab.trials.ray_session import ray_session
 
-    expanded = load(grid)
+    expanded = load(grid, where)
     for analysis_id in analysis or []:
         if analysis_id not in expanded.analyses:
             raise GridlabError(unknown("analysis", analysis_id, list(expanded.analyses)) + f" (the analyses of {grid})")
@@ -54,12 +59,16 @@ def analyze(
         report = run_analyses(expanded, emit=echo, only=analysis or None)
         summarize(expanded, tracker_for(expanded), echo)
     echo(f"analyses: {report.written} parts written, {report.skipped} already there")
+    for shard in report.failed:
+        echo(f"analysis failed: {shard}")
+    if report.failed:
+        raise typer.Exit(1)
 
 
 @user_errors
-def status(grid: GridArg) -> None:
+def status(grid: GridArg, where: WhereOption = None) -> None:
     """Per cell: trained, failed (with the reason) or pending; where its checkpoint and MLflow run are."""
-    expanded = load(grid)
+    expanded = load(grid, where)
     store = ModelStore(expanded.results_dir)
     table = Table(title=f"{expanded.spec.name}: {len(expanded.cells)} cells", title_justify="left")
     for column in ("cell", "dataset", "encoder", "attention", "seed", "state", "detail", "checkpoint / MLflow run"):

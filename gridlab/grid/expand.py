@@ -12,6 +12,7 @@ in the file, and two spellings of the same model (say `lr: 0.001` and `lr: 1.0e-
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -26,7 +27,7 @@ from gridlab.analyses.registry import ANALYSES, Params
 from gridlab.data.catalog import DATASETS
 from gridlab.data.presence import check_presence
 from gridlab.errors import DataError, GridFileError
-from gridlab.grid.paths import field_at, get_path, set_path, validate_value
+from gridlab.grid.paths import field_at, get_path, leaf_paths, set_path, validate_value
 from gridlab.grid.problems import Problem, from_validation_error, location
 from gridlab.grid.schema import CellConfig, GridFile
 from gridlab.grid.suggest import unknown
@@ -272,3 +273,33 @@ def _dataset_location(dataset: str, blocks: dict[tuple, dict[str, list]]) -> str
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
     return list(dict.fromkeys(problems))
+
+
+def restrict(grid: ExpandedGrid, where: list[str]) -> ExpandedGrid:
+    """The grid's cells whose config matches every `path=value[,value…]` (e.g. `dataset=sst`, `seed=0,1`).
+
+    Ids stay those of the full grid, so a restricted launch trains exactly the cells the full one would, and
+    a later full launch skips them."""
+    if not where:
+        return grid
+    conditions: dict[str, set[str]] = {}
+    for condition in where:
+        path, sep, values = condition.partition("=")
+        path = path.strip()
+        if not sep or not path or not values.strip():
+            raise GridFileError(grid.file, [("--where", f"'{condition}': expected PATH=VALUE[,VALUE...] (e.g. dataset=sst)")])
+        if path not in leaf_paths():
+            raise GridFileError(grid.file, [("--where", f"'{condition}': " + unknown("key", path, leaf_paths()))])
+        conditions[path] = {v.strip() for v in values.split(",")}
+    cells = [c for c in grid.cells if all(_as_text(get_path(c.config.model_dump(mode="json"), p)) in values
+                                          for p, values in conditions.items())]
+    if not cells:
+        seen = {p: sorted({_as_text(get_path(c.config.model_dump(mode="json"), p)) for c in grid.cells})
+                for p in conditions}
+        raise GridFileError(grid.file, [("--where", f"no cell matches {' '.join(where)} (values in the grid: "
+                                         + "; ".join(f"{p}: {', '.join(v)}" for p, v in seen.items()) + ")")])
+    return dataclasses.replace(grid, cells=cells)
+
+
+def _as_text(value: Any) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)

@@ -1,30 +1,32 @@
-"""Analyses on Ray: a pool of actors (resources from `resources.analysis`), each loading a model once per
-cell and writing one Parquet part per analysis and shard. Parts that exist are skipped, so a relaunch
-writes nothing new and a deleted part is rewritten alone. An actor that dies is restarted and its shard
-retried (`max_restarts`, `max_task_retries`): a crash costs only the shard in flight.
+"""Analyses on Ray: shards queued to a pool of actors (resources from `resources.analysis`), each actor
+loading a model once per cell and writing one Parquet part per analysis and shard.
 
-    >>> report = run_analyses(expanded, emit=print)
+    >>> dispatcher = AnalysisDispatcher(expanded, emit=print)
+    >>> dispatcher.submit(plan_jobs(expanded, cell_ids={cell_id})[0])   # as soon as a model is trained
+    >>> dispatcher.drain()                                                # wait for every queued shard
+
+The pool grows while shards are queued and gives its actors back when the queue is empty, so that idle
+analysis actors never hold CPUs that Tune's training trials are waiting for. Parts that exist are skipped,
+so a relaunch writes nothing new and a deleted part is rewritten alone. An actor that dies is restarted and
+its shard retried (`max_restarts`, `max_task_retries`): a crash costs only the shard in flight.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
-from ray.util import ActorPool
+from ray.exceptions import RayActorError, RayError
 
-from gridlab.analyses.implementations import IMPLEMENTATIONS
-from gridlab.analyses.registry import ANALYSES
-from gridlab.checkpoints import ModelStore
-from gridlab.grid.expand import Cell, ExpandedGrid
-from gridlab.results.parts import part_path
+from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, summary_path, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
-from gridlab.shards.plan import Shard, plan_shards
-from gridlab.shards.runner import ShardJob, ShardRunner, rows_in_test_split
+from gridlab.shards.plan import ShardJob, not_implemented, plan_jobs
+from gridlab.shards.runner import ShardRunner
 
 
 @ray.remote(max_restarts=2, max_task_retries=2)
@@ -38,66 +40,135 @@ class AnalysisActor:
         return [str(p) for p in self.runner.run(job)]
 
 
-@dataclass(frozen=True)
+@dataclass
 class AnalysisReport:
-    written: int
-    skipped: int
-    not_implemented: list[str]
+    written: int = 0
+    skipped: int = 0
+    not_implemented: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # "cell shard N: error" for shards that raised
 
 
-def plan_jobs(grid: ExpandedGrid, only: list[str] | None = None) -> tuple[list[ShardJob], int]:
-    """Jobs with at least one missing part, for every trained cell; and how many parts already exist."""
-    store = ModelStore(grid.results_dir)
-    jobs, existing = [], 0
-    for cell in grid.cells:
-        if store.cell(cell.id).state() != "trained":
-            continue
-        analyses = _applicable(grid, cell, only)
-        if not analyses:
-            continue
-        rows = rows_in_test_split(grid.results_dir, cell.id)
-        per_model = {a: p for a, p in analyses.items() if ANALYSES[a].scope == "model"}
-        per_instance = {a: p for a, p in analyses.items() if a not in per_model}
-        units = [(shard, per_instance) for shard in plan_shards(rows, grid.spec.instances, grid.spec.shard_size)]
-        if per_model:  # one unit over the whole test split, as shard 0
-            units.append((Shard(0, 0, rows), per_model))
-        for shard, wanted in units:
-            missing = {a: p for a, p in wanted.items()
-                       if not part_path(grid.results_dir, a, cell.id, shard.index).exists()}
-            existing += len(wanted) - len(missing)
-            if missing:
-                jobs.append(ShardJob(grid.spec.name, cell.id, shard, missing, grid.spec.analysis_batch_size))
-    return jobs, existing
+class AnalysisDispatcher:
+    """A queue of shard jobs in front of a pool of `AnalysisActor`s; driven by `pump` (never blocks long)."""
+
+    def __init__(self, grid: ExpandedGrid, emit: Callable[[str], None]):
+        self.grid = grid
+        self.emit = emit
+        self.report = AnalysisReport(not_implemented=not_implemented(grid))
+        self._queue: deque[ShardJob] = deque()
+        self._idle: list = []
+        self._busy: dict[ray.ObjectRef, tuple[object, ShardJob]] = {}
+        self._submitted: set[tuple[str, int, str]] = set()
+        self._shards = self._done = 0
+        self._started = time.monotonic()
+
+    def submit(self, jobs: list[ShardJob]) -> int:
+        """Queue the parts of these jobs that are not queued or running already; returns the shards queued."""
+        queued = len(self._queue)
+        for job in jobs:
+            fresh = {a: p for a, p in job.analyses.items() if (job.cell_id, job.shard.index, a) not in self._submitted}
+            if fresh:
+                self._submitted |= {(job.cell_id, job.shard.index, a) for a in fresh}
+                self._queue.append(ShardJob(job.grid, job.cell_id, job.shard, fresh, job.batch_size, job.peers))
+                self._shards += 1
+        added = len(self._queue) - queued
+        self.pump()
+        return added
+
+    def pump(self, timeout: float = 0.0) -> None:
+        """Collect finished shards (waiting up to `timeout` s for one), start queued ones, free idle actors."""
+        if self._busy:
+            ready, _ = ray.wait(list(self._busy), num_returns=1, timeout=timeout)
+            for ref in ready:
+                self._finish(ref)
+        while self._queue and (self._idle or len(self._busy) < self._slots()):
+            actor = self._idle.pop() if self._idle else self._new_actor()
+            job = self._queue.popleft()
+            self._busy[actor.run.remote(job)] = (actor, job)
+        if not self._queue:
+            self._release(self._idle)
+            self._idle = []
+
+    def drain(self) -> AnalysisReport:
+        """Block until every queued shard is written (or has failed)."""
+        while self._queue or self._busy:
+            self.pump(timeout=1.0)
+        return self.report
+
+    @property
+    def running(self) -> bool:
+        return bool(self._queue or self._busy)
+
+    def close(self) -> None:
+        self._release(self._idle + [actor for actor, _ in self._busy.values()])
+        self._idle, self._busy = [], {}
+
+    def _finish(self, ref: ray.ObjectRef) -> None:
+        actor, job = self._busy.pop(ref)
+        self._done += 1
+        try:
+            self.report.written += len(ray.get(ref))
+            self._idle.append(actor)
+        except RayActorError as error:  # died more often than it may restart: give it up
+            self._fail(job, error)
+            self._release([actor])
+        except RayError as error:  # the analysis raised: the actor itself is fine
+            self._fail(job, error)
+            self._idle.append(actor)
+        elapsed = int(time.monotonic() - self._started)
+        self.emit(f"[{elapsed // 60:02d}:{elapsed % 60:02d}] analyses: {self._done}/{self._shards} shards, "
+                  f"{self.report.written} parts written")
+
+    def _fail(self, job: ShardJob, error: Exception) -> None:
+        last = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        self.report.failed.append(f"{job.cell_id} shard {job.shard.index} ({', '.join(job.analyses)}): {last}")
+        self._submitted -= job.keys()  # a later run may try again
+        self.emit(f"analyses: FAILED {self.report.failed[-1]}")
+
+    def _slots(self) -> int:
+        """Actors the cluster could hold at once (by CPUs, and GPUs when analyses ask for them)."""
+        resources, total = self.grid.spec.resources.analysis, ray.cluster_resources()
+        slots = int(total.get("CPU", 1) // resources.cpu) if resources.cpu else 1
+        if resources.gpu:
+            slots = min(slots, int(total.get("GPU", 0) // resources.gpu))
+        return max(1, slots)
+
+    def _new_actor(self):
+        resources, spec = self.grid.spec.resources.analysis, self.grid.spec
+        return AnalysisActor.options(num_cpus=resources.cpu, num_gpus=resources.gpu).remote(
+            str(self.grid.results_dir.resolve()), str(self.grid.data_dir.resolve()),
+            str((spec.results_dir / "cache").resolve()), spec.device, resources.cpu, resources.gpu)
+
+    @staticmethod
+    def _release(actors: list) -> None:
+        for actor in actors:
+            ray.kill(actor)
 
 
-def _applicable(grid: ExpandedGrid, cell: Cell, only: list[str] | None) -> dict[str, dict]:
-    config = cell.config.model_dump()
-    return {a: params.model_dump(mode="json") for a, params in grid.analyses.items()
-            if a in IMPLEMENTATIONS and (only is None or a in only) and ANALYSES[a].applies(config)}
+def run_analyses(grid: ExpandedGrid, emit: Callable[[str], None], only: list[str] | None = None,
+                 dispatcher: AnalysisDispatcher | None = None) -> AnalysisReport:
+    """Run (or resume) the grid's analyses on every trained cell and wait for them. Ray must be up.
 
-
-def run_analyses(grid: ExpandedGrid, emit: Callable[[str], None], only: list[str] | None = None) -> AnalysisReport:
-    """Run (or resume) the grid's implemented per-instance analyses on every trained cell. Ray must be up."""
-    not_implemented = [a for a in grid.analyses if a not in IMPLEMENTATIONS and (only is None or a in only)]
-    if not_implemented:
-        emit(f"analyses not implemented yet (validated, not run): {', '.join(not_implemented)}")
+    With a `dispatcher` that already runs shards (started while training), only what it has not queued is added.
+    """
+    own = dispatcher is None
+    dispatcher = dispatcher or AnalysisDispatcher(grid, emit)
+    missing = not_implemented(grid, only)
+    if missing:
+        emit(f"analyses not implemented yet (validated, not run): {', '.join(missing)}")
     jobs, existing = plan_jobs(grid, only)
-    if not jobs:
-        emit(f"analyses: nothing to do ({existing} parts already written)")
-        return AnalysisReport(0, existing, not_implemented)
-    resources = grid.spec.resources.analysis
-    slots = max(1, int(ray.available_resources().get("CPU", 1) // resources.cpu))
-    actors = [AnalysisActor.options(num_cpus=resources.cpu, num_gpus=resources.gpu).remote(
-        str(grid.results_dir.resolve()), str(grid.data_dir.resolve()), str((grid.spec.results_dir / "cache").resolve()),
-        grid.spec.device, resources.cpu, resources.gpu) for _ in range(min(slots, len(jobs)))]
-    emit(f"analyses: {len(jobs)} shards on {len(actors)} actors ({existing} parts already written)")
-    started, written = time.monotonic(), 0
-    for done, paths in enumerate(ActorPool(actors).map_unordered(lambda actor, job: actor.run.remote(job), jobs), 1):
-        written += len(paths)
-        emit(f"[{_clock(started)}] analyses: {done}/{len(jobs)} shards, {written} parts written")
-    for actor in actors:
-        ray.kill(actor)
-    return AnalysisReport(written, existing, not_implemented)
+    dispatcher.report.skipped = existing
+    try:
+        added = dispatcher.submit(jobs)
+        if added:
+            emit(f"analyses: {added} shards to run ({existing} parts already written)")
+        elif not dispatcher.running:
+            emit(f"analyses: nothing to do ({existing} parts already written)")
+        report = dispatcher.drain()
+    finally:
+        if own:
+            dispatcher.close()
+    return report
 
 
 def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
@@ -108,7 +179,3 @@ def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
     updated = log_summaries(grid, frame, tracker)
     emit(f"summaries: {len(frame)} cells in {summary_path(grid.results_dir)}, logged to {updated} MLflow runs")
 
-
-def _clock(started: float) -> str:
-    elapsed = int(time.monotonic() - started)
-    return f"{elapsed // 60:02d}:{elapsed % 60:02d}"

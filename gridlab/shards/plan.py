@@ -1,9 +1,26 @@
-"""Cutting a model's test instances into shards: the first `instances` of the test split, in order, in
-runs of `shard_size`. A shard is named by its index, so its part file is the same whoever runs it."""
+"""What analysis work a grid has left: its trained models' test instances cut into shards (the first
+`instances` of the test split, in order, in runs of `shard_size`), and for each (cell, shard) the analyses
+whose Parquet part is not written yet. A shard is named by its index, so its part file is the same whoever
+runs it, and planning again after a crash finds exactly the parts that are missing.
+
+    >>> jobs, existing = plan_jobs(expanded)                   # every trained cell
+    >>> jobs, _ = plan_jobs(expanded, cell_ids={"1ae91328ef63"})  # one model that just finished training
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gridlab.analyses.implementations import IMPLEMENTATIONS
+from gridlab.analyses.registry import ANALYSES
+from gridlab.analyses.seed_variance import peers_of
+from gridlab.checkpoints import ModelStore
+from gridlab.grid.expand import Cell, ExpandedGrid
+from gridlab.results.parts import part_path
+
+SPLIT = "test"
 
 
 @dataclass(frozen=True)
@@ -13,6 +30,81 @@ class Shard:
     stop: int  # last row (exclusive)
 
 
+@dataclass(frozen=True)
+class ShardJob:
+    grid: str
+    cell_id: str
+    shard: Shard
+    analyses: dict[str, dict] = field(default_factory=dict)  # analysis id -> params (JSON)
+    batch_size: int = 32  # shards start at multiples of it, so an instance's batch never depends on sharding
+    peers: tuple[str, ...] = ()  # cells that differ only in seed, for grid-level analyses (seed_variance)
+
+    def keys(self) -> set[tuple[str, int, str]]:
+        """(cell, shard, analysis) of every part this job writes."""
+        return {(self.cell_id, self.shard.index, a) for a in self.analyses}
+
+
 def plan_shards(test_rows: int, instances: int | None, shard_size: int) -> list[Shard]:
     total = test_rows if instances is None else min(instances, test_rows)
     return [Shard(i, start, min(start + shard_size, total)) for i, start in enumerate(range(0, total, shard_size))]
+
+
+def rows_in_test_split(grid_results: Path, cell_id: str) -> int:
+    """Rows of the cell's test split, as recorded when it was trained."""
+    return json.loads((ModelStore(grid_results).cell(cell_id).path / "data.json").read_text())["rows"][SPLIT]
+
+
+def plan_jobs(grid: ExpandedGrid, only: list[str] | None = None,
+              cell_ids: set[str] | None = None) -> tuple[list[ShardJob], int]:
+    """Jobs with at least one missing part, for the trained cells (all, or `cell_ids` and their seed peers);
+    and how many parts of those cells already exist.
+
+    A grid-level analysis (seed_variance) of a cell is planned once every cell of its seed group has finished
+    training (trained or failed) and at least one peer is trained; until then it is left for a later plan.
+    """
+    store = ModelStore(grid.results_dir)
+    states = {c.id: store.cell(c.id).state() for c in grid.cells}
+    configs = {c.id: c.config.model_dump(mode="json") for c in grid.cells}
+    wanted_cells = _with_seed_peers(cell_ids, configs) if cell_ids is not None else set(configs)
+    jobs, existing = [], 0
+    for cell in grid.cells:
+        if cell.id not in wanted_cells or states[cell.id] != "trained":
+            continue
+        analyses = _applicable(grid, cell, only)
+        peers = ()
+        if any(ANALYSES[a].scope == "grid" for a in analyses):
+            group = peers_of(configs[cell.id], configs)
+            peers = tuple(p for p in group if states[p] == "trained")
+            if not peers or any(states[p] == "pending" for p in group):
+                analyses = {a: p for a, p in analyses.items() if ANALYSES[a].scope != "grid"}
+        if not analyses:
+            continue
+        rows = rows_in_test_split(grid.results_dir, cell.id)
+        per_model = {a: p for a, p in analyses.items() if ANALYSES[a].scope == "model"}
+        per_instance = {a: p for a, p in analyses.items() if a not in per_model}
+        units = [(shard, per_instance) for shard in plan_shards(rows, grid.spec.instances, grid.spec.shard_size)]
+        if per_model:  # one unit over the whole test split, as shard 0
+            units.append((Shard(0, 0, rows), per_model))
+        for shard, planned in units:
+            missing = {a: p for a, p in planned.items()
+                       if not part_path(grid.results_dir, a, cell.id, shard.index).exists()}
+            existing += len(planned) - len(missing)
+            if missing:
+                uses_peers = any(ANALYSES[a].scope == "grid" for a in missing)
+                jobs.append(ShardJob(grid.spec.name, cell.id, shard, missing, grid.spec.analysis_batch_size,
+                                     peers if uses_peers else ()))
+    return jobs, existing
+
+
+def not_implemented(grid: ExpandedGrid, only: list[str] | None = None) -> list[str]:
+    return [a for a in grid.analyses if a not in IMPLEMENTATIONS and (only is None or a in only)]
+
+
+def _with_seed_peers(cell_ids: set[str], configs: dict[str, dict]) -> set[str]:
+    return set(cell_ids) | {p for c in cell_ids if c in configs for p in peers_of(configs[c], configs)}
+
+
+def _applicable(grid: ExpandedGrid, cell: Cell, only: list[str] | None) -> dict[str, dict]:
+    config = cell.config.model_dump()
+    return {a: params.model_dump(mode="json") for a, params in grid.analyses.items()
+            if a in IMPLEMENTATIONS and (only is None or a in only) and ANALYSES[a].applies(config)}

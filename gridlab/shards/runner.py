@@ -9,8 +9,7 @@ and that pass is shared by every analysis of the shard, as SPEC's "encode each i
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -28,18 +27,7 @@ from gridlab.errors import GridlabError
 from gridlab.grid.schema import CellConfig
 from gridlab.models.factory import build_model
 from gridlab.results.parts import common_columns, model_common_columns, part_path, rows_table, write_part
-from gridlab.shards.plan import Shard
-
-SPLIT = "test"
-
-
-@dataclass(frozen=True)
-class ShardJob:
-    grid: str
-    cell_id: str
-    shard: Shard
-    analyses: dict[str, dict] = field(default_factory=dict)  # analysis id -> params (JSON)
-    batch_size: int = 32  # shards start at multiples of it, so an instance's batch never depends on sharding
+from gridlab.shards.plan import SPLIT, ShardJob
 
 
 @dataclass
@@ -69,20 +57,26 @@ class ShardRunner:
         contexts = {a: AnalysisContext(job.cell_id, cell.model, self.device,
                                        ANALYSES[a].params.model_validate(job.analyses[a]), cell.config)
                     for a in todo}
-        per_model = [a for a in todo if getattr(IMPLEMENTATIONS[a], "SCOPE", "instance") == "model"]
+        per_model = [a for a in todo if _scope(a) == "model"]
         written = [self._run_model_level(job, cell, IMPLEMENTATIONS[a], contexts[a]) for a in per_model]
         modules = {a: IMPLEMENTATIONS[a] for a in todo if a not in per_model}
         if not modules:
             return written
+        peers = [self.load(peer).model for peer in job.peers] if any(_scope(a) == "grid" for a in modules) else []
         table = cell.data.splits[SPLIT].slice(job.shard.start, job.shard.stop - job.shard.start)
         collected: dict[str, list[dict]] = {a: [] for a in todo}
         common: list[dict] = []
-        for batch in iterate_batches(table, job.batch_size):
+        for batch in iterate_batches(table, job.batch_size, sentences=hasattr(cell.model, "word_attention")):
             batch = batch.to(self.device)
             shared = forward_once(cell.model, batch)
+            peer_passes = [forward_once(peer, batch) for peer in peers]
             common.append(_common_arrays(shared))
             for analysis_id, module in modules.items():
-                collected[analysis_id].append(module.run(contexts[analysis_id], shared))
+                if _scope(analysis_id) == "grid":
+                    columns = module.run(contexts[analysis_id], shared, peer_passes, list(job.peers))
+                else:
+                    columns = module.run(contexts[analysis_id], shared)
+                collected[analysis_id].append(columns)
         for analysis_id, module in modules.items():
             written.append(self._write(job, cell.config, module, common, collected[analysis_id]))
         return written
@@ -125,6 +119,10 @@ class ShardRunner:
         return self._cells[cell_id]
 
 
+def _scope(analysis_id: str) -> str:
+    return getattr(IMPLEMENTATIONS[analysis_id], "SCOPE", "instance")
+
+
 def _common_arrays(shared) -> dict[str, np.ndarray]:
     return {
         "instance_id": shared.batch.instance_ids.cpu().numpy(),
@@ -133,8 +131,3 @@ def _common_arrays(shared) -> dict[str, np.ndarray]:
         "pred": shared.pred.cpu().numpy(),
         "max_attention": shared.alpha.max(-1).values.double().cpu().numpy(),
     }
-
-
-def rows_in_test_split(grid_results: Path, cell_id: str) -> int:
-    """Rows of the cell's test split, as recorded when it was trained."""
-    return json.loads((ModelStore(grid_results).cell(cell_id).path / "data.json").read_text())["rows"][SPLIT]

@@ -1,5 +1,6 @@
-"""`gridlab launch`: train every cell of a grid that is not trained yet, as one Ray Tune trial each, then
-run the grid's analyses on every trained cell (`gridlab.shards`).
+"""`gridlab launch`: train every cell of a grid that is not trained yet, as one Ray Tune trial each, and run
+the grid's analyses on every trained cell (`gridlab.shards`): a model's shards start as soon as it is
+trained, while the other trials go on, and the cells trained earlier are analysed after training.
 
     >>> report = launch(expanded, force=[], address=None, emit=print)
 
@@ -12,6 +13,7 @@ experiment for whatever is still untrained.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -25,7 +27,8 @@ from gridlab.errors import GridlabError
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
 from gridlab.tracking.runs import Tracker
-from gridlab.shards.actors import run_analyses, summarize
+from gridlab.shards.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
+from gridlab.shards.plan import plan_jobs
 from gridlab.trials.progress import GridProgress
 from gridlab.trials.ray_session import ray_session
 from gridlab.trials.trainable import cell_id_of, train_cell, trial_params
@@ -38,6 +41,7 @@ class LaunchReport:
     trained: list[str]
     failed: dict[str, str]
     skipped: int
+    analyses: AnalysisReport | None = None
 
 
 def tracking_uri(grid: ExpandedGrid) -> str:
@@ -62,14 +66,42 @@ def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Call
     """Train what is untrained, then run (or resume) the analyses of every trained cell."""
     pending = cells_to_train(grid, force)
     with ray_session(address if address is not None else grid.spec.ray.address):
-        report = _train(grid, pending, force, emit)
-        if grid.analyses:
-            run_analyses(grid, emit)
-            summarize(grid, tracker_for(grid), emit)
+        dispatcher = AnalysisDispatcher(grid, emit) if grid.analyses else None
+        try:
+            report = _train(grid, pending, force, emit, dispatcher)
+            if dispatcher is not None:
+                analyses = run_analyses(grid, emit, dispatcher=dispatcher)
+                summarize(grid, tracker_for(grid), emit)
+                report = dataclasses.replace(report, analyses=analyses)
+        finally:
+            if dispatcher is not None:
+                dispatcher.close()
     return report
 
 
-def _train(grid: ExpandedGrid, pending: list[Cell], force: list[str], emit: Callable[[str], None]) -> LaunchReport:
+class AnalyseWhenTrained(tune.Callback):
+    """Queues a model's analysis shards the moment its trial is published (GridProgress runs first), and keeps
+    the dispatcher's actors fed at every step of Tune's loop. Not saved with the experiment: a restored
+    launch analyses its cells after training instead."""
+
+    def __init__(self, grid: ExpandedGrid, dispatcher: AnalysisDispatcher | None):
+        self.grid = grid
+        self.dispatcher = dispatcher
+
+    def __getstate__(self) -> dict:
+        return {"grid": None, "dispatcher": None}
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.submit(plan_jobs(self.grid, cell_ids={cell_id_of(trial)})[0])
+
+    def on_step_end(self, iteration, trials, **info) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.pump()
+
+
+def _train(grid: ExpandedGrid, pending: list[Cell], force: list[str], emit: Callable[[str], None],
+           dispatcher: AnalysisDispatcher | None) -> LaunchReport:
     if not pending:
         emit(f"nothing to train: all {len(grid.cells)} cells of {grid.spec.name} are trained")
         return LaunchReport([], {}, len(grid.cells))
@@ -88,7 +120,7 @@ def _train(grid: ExpandedGrid, pending: list[Cell], force: list[str], emit: Call
         tracker.end_launch(marker["parent_run"], states.count("trained"), states.count("failed"))
     remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
     if remaining:
-        _run(grid, remaining, tune_root, tracker, emit, already=len(grid.cells) - len(pending))
+        _run(grid, remaining, tune_root, tracker, emit, already=len(grid.cells) - len(pending), dispatcher=dispatcher)
     states = {c.id: store.cell(c.id) for c in pending}
     return LaunchReport(
         trained=[i for i, s in states.items() if s.state() == "trained"],
@@ -103,7 +135,7 @@ def _trainable(grid: ExpandedGrid):
 
 
 def _run(grid: ExpandedGrid, cells: list[Cell], tune_root: Path, tracker: Tracker,
-         emit: Callable[[str], None], already: int) -> None:
+         emit: Callable[[str], None], already: int, dispatcher: AnalysisDispatcher | None) -> None:
     resources = grid.spec.resources.train
     cache_dir = grid.spec.results_dir / "cache"
     name = _next_name(tune_root)
@@ -121,7 +153,7 @@ def _run(grid: ExpandedGrid, cells: list[Cell], tune_root: Path, tracker: Tracke
         run_config=tune.RunConfig(
             name=name,
             storage_path=str(tune_root),
-            callbacks=[progress],
+            callbacks=[progress, AnalyseWhenTrained(grid, dispatcher)],
             verbose=0,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             failure_config=tune.FailureConfig(max_failures=2),  # a lost worker resumes from its checkpoint

@@ -27,13 +27,14 @@ from gridlab.grid.expand import cell_id
 from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
 from gridlab.results.parts import COMMON_SCHEMA
-from gridlab.shards.plan import Shard, plan_shards
-from gridlab.shards.runner import ShardJob, ShardRunner
+from gridlab.shards.plan import Shard, ShardJob, plan_shards
+from gridlab.shards.runner import ShardRunner
 
 LN2 = math.log(2)
 INSTANCES = 30
-FAST = {"permutation": {"n": 12}, "erasure_multi": {"exact_max_len": 9}, "adversarial": {"k": 3, "steps": 30}}
-PER_INSTANCE = sorted(a for a, m in IMPLEMENTATIONS.items() if getattr(m, "SCOPE", "instance") == "instance")
+FAST = {"permutation": {"n": 12}, "erasure_multi": {"exact_max_len": 9}, "adversarial": {"k": 3, "steps": 30},
+        "adversarial_model": {"epochs": 2}, "diagnostic_mlp": {"epochs": 2, "hidden": 8}}
+PER_INSTANCE = sorted(a for a, m in IMPLEMENTATIONS.items() if getattr(m, "SCOPE", "instance") in ("instance", "grid"))
 PER_MODEL = sorted(a for a in IMPLEMENTATIONS if a not in PER_INSTANCE and a != "layer_permutation")
 # layer_permutation applies to transformer encoders only: tests/analyses/test_layer_permutation.py
 
@@ -55,7 +56,7 @@ def bounds(column: str) -> tuple[float, float] | None:
 
 
 @pytest.fixture(scope="module")
-def trained_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+def trained_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
     """A grid-results folder holding one 'trained' tiny model (random weights, sharpened so decisions flip)."""
     root = tmp_path_factory.mktemp("grid")
     cache = tmp_path_factory.mktemp("cache")
@@ -71,6 +72,16 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
         model.classifier.weight.mul_(20.0)
         batch = next(iterate_batches(data.splits["test"], INSTANCES))
         model.classifier.bias.sub_(model(batch).mean(0))  # decisions near the boundary: some of them flip
+    identifier = publish(tmp_path_factory, root, config, data, model)
+    peer_config = config.model_copy(update={"seed": 1})  # seed_variance's peer: the same cell but for its seed
+    with torch.no_grad():
+        for p in model.attention.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+    peer = publish(tmp_path_factory, root, peer_config, data, model)
+    return root, cache, identifier, peer
+
+
+def publish(tmp_path_factory, root: Path, config: CellConfig, data, model) -> str:
     identifier = cell_id(config)
     staged = tmp_path_factory.mktemp("staged")
     torch.save(model.state_dict(), staged / "model.pt")
@@ -79,18 +90,18 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
     for name, value in files.items():
         (staged / name).write_text(json.dumps(value))
     ModelStore(root).publish(identifier, staged, {})
-    return root, cache, identifier
+    return identifier
 
 
-def run_all(store: tuple[Path, Path, str], out: Path, shard_size: int, batch_size: int = 6) -> dict[str, pd.DataFrame]:
-    root, cache, identifier = store
+def run_all(store: tuple[Path, Path, str, str], out: Path, shard_size: int, batch_size: int = 6) -> dict[str, pd.DataFrame]:
+    root, cache, identifier, peer = store
     (out / "models").parent.mkdir(parents=True, exist_ok=True)
     if not (out / "models").exists():
         (out / "models").symlink_to(root / "models")
     runner = ShardRunner(out, root, cache, torch.device("cpu"))
     analyses = {a: FAST.get(a, {}) for a in PER_INSTANCE}
     for shard in plan_shards(INSTANCES, None, shard_size):
-        runner.run(ShardJob("g", identifier, shard, analyses, batch_size))
+        runner.run(ShardJob("g", identifier, shard, analyses, batch_size, peers=(peer,)))
     runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES), {a: FAST.get(a, {}) for a in PER_MODEL}))
     frames = {a: pd.read_parquet(out / "analyses" / a).sort_values("instance_id").reset_index(drop=True)
               for a in PER_INSTANCE}

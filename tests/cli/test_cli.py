@@ -64,6 +64,19 @@ def test_plan_json_gives_ids_and_resolved_configs(in_tmp: Path):
     assert all("rationale_recovery" not in c["analyses"] for c in sst)
 
 
+def test_where_restricts_to_the_matching_cells_with_their_full_grid_ids(in_tmp: Path):
+    grid = str(REPO / "grids" / "jain_wallace.yaml")
+    every = {json.loads(line)["id"]: json.loads(line)["config"] for line in run("plan", grid, "--json").stdout.splitlines()}
+    result = run("plan", grid, "--json", "--where", "dataset=sst", "--where", "encoder=lstm,cnn")
+    chosen = {json.loads(line)["id"]: json.loads(line)["config"] for line in result.stdout.splitlines()}
+    assert len(chosen) == 2 * 2 * 3  # 2 encoders x 2 attentions x 3 seeds
+    assert all(every[i] == c and c["dataset"] == "sst" and c["encoder"] in ("lstm", "cnn") for i, c in chosen.items())
+    typo = run("plan", grid, "--where", "datset=sst")
+    assert typo.exit_code == 2 and "unknown key 'datset'" in typo.output and "did you mean 'dataset'?" in typo.output
+    nothing = run("plan", grid, "--where", "dataset=yelp")
+    assert nothing.exit_code == 2 and "no cell matches dataset=yelp" in nothing.output
+
+
 def test_data_list_shows_every_shared_dataset(in_tmp: Path):
     result = run("data", "list")
     assert result.exit_code == 0, result.output

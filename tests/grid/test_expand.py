@@ -143,5 +143,6 @@ def test_full_grid_is_the_union_of_the_paper_grids():
         path = grids / name
         return {c.id for c in expand(load_grid_file(path), str(path), check_data=False).cells}
 
-    papers = set().union(*(ids(f"{p}.yaml") for p in ("jain_wallace", "serrano_smith", "meister", "vashishth")))
+    papers = set().union(*(ids(f"{p}.yaml") for p in ("jain_wallace", "serrano_smith", "meister", "vashishth",
+                                                                 "wiegreffe_pinter")))
     assert ids("full.yaml") == papers

@@ -98,7 +98,7 @@ def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path
     content = pq.read_table(deleted)
     deleted.unlink()
     rewritten = launch(path)
-    assert "analyses: 1 shards on 1 actors (35 parts already written)" in rewritten.output, rewritten.output
+    assert "analyses: 1 shards to run (35 parts already written)" in rewritten.output, rewritten.output
     assert pq.read_table(deleted).equals(content)  # the same rows, bit for bit
     assert {p: p.stat().st_mtime_ns for p in parts if p != deleted} == {p: t for p, t in written.items() if p != deleted}
     mtimes = {c.id: (models / c.id / "model.pt").stat().st_mtime_ns for c in grid_cells}

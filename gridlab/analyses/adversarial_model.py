@@ -1,0 +1,207 @@
+"""H `adversarial_model` (Wiegreffe & Pinter §4; Meister et al. App. C.1, Table 5): train an adversary model
+whose attention diverges from the trained base model's while its predictions stay close, then measure how
+far its attention moved (JSD) and what it cost (test accuracy). Per model, one row per variant.
+
+    >>> rows = run_model(context, data)   # {"variant": ["frozen", "unfrozen"], "jsd_mean": [...], ...}
+
+Variants (Meister App. C.1):
+- `frozen`: the adversary starts as a copy of the trained base model's parameters; all of them are trained.
+- `unfrozen`: a fresh model of the cell's architecture (`build_model`, i.e. the initialisation the base
+  model itself started from, so the two differ by their objective only) trained from scratch.
+
+The objective per instance (W&P §4, minimised):
+
+    L = TVD(y_adv, y_base) - lam * KL(alpha_adv || alpha_base)
+
+with y the output distributions (softmax of the logits) and alpha the attention over the unmasked
+positions; the base model's outputs and attention are computed without gradients. Choices:
+- **Means, not sums**: W&P's code summed L over a batch; the batch loss here is the mean over its
+  instances, so `lam` and the learning rate mean the same thing at any batch size (SPEC H).
+- **KL in nats over the mask only**, terms with alpha_adv = 0 contribute 0 and alpha_base is clamped at
+  1e-12 (sparse projections give exact zeros), so the loss stays finite; it is bounded by ln(1e12) per unit
+  of adversarial mass that lands outside the base's support.
+- **Training as the cell's**: `make_optimizer` (Adam, AMSGrad, weight decay except on attention), gradient
+  clipping, batch size and `max_train` from `config.train`; `params.epochs` epochs with the cell's early
+  stopping `patience`.
+- **A seeded nudge at the frozen start**: a copy of the base sits at a stationary point of L (TVD = 0 with
+  zero subgradient, KL at its minimum), where only float rounding (which differs by thread count and device)
+  would move it, and Adam turns rounding into full-size steps. So the frozen adversary's attention
+  parameters start at the base's plus `FROZEN_NUDGE` x their own std x N(0, 1), drawn from the cell's seed:
+  the way out is the same on every machine. With `lam = 0` the TVD term pulls the adversary back to the base.
+- **Selection on dev, never test**: the epoch with the lowest mean dev objective is kept (the start is not
+  a candidate: an adversary is always trained for at least one epoch); test gives the reported numbers.
+- **Determinism**: each variant seeds torch (dropout, random attention) and its batch order from
+  `instance_seed(cell_id, "adversarial_model/<variant>", epoch)`, so a cell gives the same rows on every run.
+
+Columns: `jsd_mean`/`jsd_median` of JSD(alpha_adv, alpha_base) over test instances (natural log, in
+[0, ln 2]), `tvd_mean` of the outputs, the adversary's and the base model's test `accuracy`.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import torch
+from torch import nn
+
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import EPS, forward_once, instance_seed, jsd, tvd
+from gridlab.data.batching import Batch, iterate_batches
+from gridlab.data.prepare import PreparedDataset
+from gridlab.models.factory import build_model
+from gridlab.training.loop import NonFiniteLoss, hierarchical, make_optimizer
+
+ID = "adversarial_model"
+VERSION = 1
+SCOPE = "model"
+SCHEMA = pa.schema([
+    ("variant", pa.string()),
+    ("jsd_mean", pa.float64()),  # mean over test instances of JSD(alpha_adv, alpha_base), nats
+    ("jsd_median", pa.float64()),
+    ("tvd_mean", pa.float64()),  # mean TVD(y_adv, y_base) over test instances
+    ("accuracy", pa.float64()),  # the adversary's test accuracy
+    ("base_accuracy", pa.float64()),
+    ("accuracy_delta", pa.float64()),  # accuracy - base_accuracy
+    ("epochs_trained", pa.int64()),
+    ("best_epoch", pa.int64()),  # selected on dev
+    ("instances", pa.int64()),
+])
+EVAL_BATCH_SIZE = 128
+FROZEN_NUDGE = 0.01  # relative scale of the seeded noise that moves a frozen adversary off the base model
+
+
+def masked_kl(p: torch.Tensor, q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """KL(p || q) over the unmasked positions, natural log: (B, T) -> (B,). 0 log 0 = 0; q clamped at 1e-12."""
+    p = p * mask
+    terms = p * (torch.log(p.clamp_min(EPS)) - torch.log(q.clamp_min(EPS)))  # finite everywhere: no NaN grads
+    return torch.where(p > 0, terms, 0.0).sum(-1)
+
+
+def objective(adv_probs: torch.Tensor, base_probs: torch.Tensor, adv_alpha: torch.Tensor,
+              base_alpha: torch.Tensor, mask: torch.Tensor, lam: float) -> torch.Tensor:
+    """W&P's per-instance loss TVD(y_adv, y_base) - lam * KL(alpha_adv || alpha_base): (B,)."""
+    return tvd(adv_probs, base_probs) - lam * masked_kl(adv_alpha, base_alpha, mask)
+
+
+def adversary_pass(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(probs (B, C), alpha (B, T), mask (B, T)) of a model, with gradients where enabled."""
+    encoded = model.encode(batch)
+    alpha = model.attend(encoded.h, encoded.mask, encoded.query)
+    logits = model.decode(encoded.h, alpha, encoded.query)
+    return torch.softmax(logits, dim=-1), alpha, encoded.mask
+
+
+def batch_objective(adversary: nn.Module, base: nn.Module, batch: Batch, lam: float) -> torch.Tensor:
+    """(B,) objective of each instance; the base model's side carries no gradient."""
+    reference = forward_once(base, batch)
+    probs, alpha, mask = adversary_pass(adversary, batch)
+    return objective(probs, reference.probs, alpha, reference.alpha, mask, lam)
+
+
+def initial_adversary(context: AnalysisContext, data: PreparedDataset, variant: str) -> nn.Module:
+    if variant == "frozen":
+        adversary = copy.deepcopy(context.model)
+        generator = torch.Generator().manual_seed(instance_seed(context.cell_id, f"{ID}/frozen/nudge", 0))
+        with torch.no_grad():
+            for parameter in adversary.attention.parameters():
+                noise = torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
+                parameter.add_(FROZEN_NUDGE * parameter.std().nan_to_num(1.0) * noise.to(parameter.device))
+    else:
+        adversary = build_model(context.config, data)  # seeds itself with the cell's seed
+    return adversary.to(context.device)
+
+
+def train_epoch(adversary: nn.Module, context: AnalysisContext, data: PreparedDataset,
+                optimizer: torch.optim.Optimizer, seed: int) -> float:
+    """One pass over the training split minimising the mean objective; returns the mean batch loss."""
+    train = context.config.train
+    adversary.train()
+    losses = []
+    for batch in iterate_batches(data.splits["train"], train.batch_size, shuffle=True, seed=seed,
+                                 sentences=hierarchical(adversary), limit=train.max_train):
+        loss = batch_objective(adversary, context.model, batch.to(context.device), context.params.lam).mean()
+        if not torch.isfinite(loss):
+            raise NonFiniteLoss(f"adversary loss became {loss.item()} (epoch seed {seed})")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if train.clip_norm is not None:
+            nn.utils.clip_grad_norm_(adversary.parameters(), train.clip_norm)
+        optimizer.step()
+        losses.append(loss.item())
+    return float(np.mean(losses)) if losses else float("nan")
+
+
+@torch.no_grad()
+def dev_objective(adversary: nn.Module, context: AnalysisContext, data: PreparedDataset) -> float:
+    """Mean objective over the dev split (the selection criterion, lower is better)."""
+    adversary.eval()
+    total, n = 0.0, 0
+    for batch in iterate_batches(data.splits["dev"], EVAL_BATCH_SIZE, sentences=hierarchical(adversary)):
+        values = batch_objective(adversary, context.model, batch.to(context.device), context.params.lam)
+        total += values.double().sum().item()
+        n += batch.size
+    return total / max(n, 1)
+
+
+def fit_adversary(context: AnalysisContext, data: PreparedDataset, variant: str) -> tuple[nn.Module, int, int]:
+    """Train one variant; returns the adversary with its best dev weights, epochs trained, best epoch."""
+    analysis = f"{ID}/{variant}"
+    adversary = initial_adversary(context, data, variant)
+    torch.manual_seed(instance_seed(context.cell_id, analysis, 0))  # dropout and random attention draws
+    optimizer = make_optimizer(adversary, context.config.train)
+    best, best_epoch, best_state, waited, epoch = float("inf"), 0, None, 0, 0
+    while epoch < context.params.epochs and waited < context.config.train.patience:
+        epoch += 1
+        train_epoch(adversary, context, data, optimizer, instance_seed(context.cell_id, analysis, epoch))
+        value = dev_objective(adversary, context, data)
+        if value < best:
+            best, best_epoch, waited = value, epoch, 0
+            best_state = copy.deepcopy(adversary.state_dict())
+        else:
+            waited += 1
+    if best_state is not None:  # None only if every dev objective was NaN
+        adversary.load_state_dict(best_state)
+    return adversary.eval(), epoch, best_epoch
+
+
+@torch.no_grad()
+def compare_on_test(adversary: nn.Module, context: AnalysisContext, data: PreparedDataset) -> dict[str, float | None]:
+    """Attention JSD, output TVD and accuracies of adversary and base over the test split."""
+    jsds, tvds, hits, base_hits = [np.zeros(0)], [np.zeros(0)], 0, 0
+    for batch in iterate_batches(data.splits["test"], EVAL_BATCH_SIZE, sentences=hierarchical(adversary)):
+        batch = batch.to(context.device)
+        reference = forward_once(context.model, batch)
+        probs, alpha, _ = adversary_pass(adversary, batch)
+        jsds.append(jsd(alpha.double(), reference.alpha.double()).cpu().numpy())  # (B,)
+        tvds.append(tvd(probs.double(), reference.probs.double()).cpu().numpy())  # (B,)
+        hits += (probs.argmax(-1) == batch.labels).sum().item()
+        base_hits += (reference.pred == batch.labels).sum().item()
+    jsd_all, tvd_all = np.concatenate(jsds), np.concatenate(tvds)
+    n = len(jsd_all)
+    if n == 0:  # an empty test split: nulls, never NaN
+        return dict.fromkeys(("jsd_mean", "jsd_median", "tvd_mean", "accuracy", "base_accuracy"))
+    return {"jsd_mean": float(jsd_all.mean()), "jsd_median": float(np.median(jsd_all)),
+            "tvd_mean": float(tvd_all.mean()), "accuracy": hits / n, "base_accuracy": base_hits / n}
+
+
+def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list]:
+    columns: dict[str, list] = {field.name: [] for field in SCHEMA}
+    for variant in context.params.variants:
+        adversary, epochs_trained, best_epoch = fit_adversary(context, data, variant)
+        scores = compare_on_test(adversary, context, data)
+        delta = None if scores["accuracy"] is None else scores["accuracy"] - scores["base_accuracy"]
+        row = {"variant": variant, **scores, "accuracy_delta": delta,
+               "epochs_trained": epochs_trained, "best_epoch": best_epoch,
+               "instances": data.splits["test"].num_rows}
+        for name, values in columns.items():
+            values.append(row[name])
+    return columns
+
+
+def summarize(rows: pd.DataFrame) -> dict[str, float]:
+    metrics = ("jsd_mean", "jsd_median", "tvd_mean", "accuracy", "accuracy_delta")
+    return {f"{row['variant']}_{m}": float(row[m]) for row in rows.to_dict("records") for m in metrics
+            if row[m] is not None and not pd.isna(row[m])}

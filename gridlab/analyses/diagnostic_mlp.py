@@ -1,0 +1,190 @@
+"""`diagnostic_mlp` (Wiegreffe & Pinter §4.4, "guiding simpler models"; SPEC J): does a trained model's
+attention carry information a non-contextual model can use? A per-token MLP over fresh embeddings is
+trained three times, its token vectors pooled with different weights; if the base model's frozen attention
+helps the MLP beyond uniform pooling, the attention marks tokens that matter. Per model, one row per variant.
+
+    >>> rows = run_model(context, data)   # {"variant": ["uniform", "learned", "base"], "accuracy": [...], ...}
+
+The MLP (W&P §4.4): `e_t = E[x_t]` (a fresh embedding of the dataset's vocabulary, `model.embedding_dim`
+wide, N(0, model.embedding_init_std^2) like the models', `<pad>` at zero), `h_t = ReLU(W e_t + b)` with
+`params.hidden` units, `c = sum_t alpha_t h_t` over the unmasked positions, logits `= W_o c + b_o`. No
+token sees another: whatever the pooled vector knows beyond a bag of words comes from alpha. Variants:
+- `uniform`: alpha_t = 1/T over the unmasked positions.
+- `learned`: the MLP's own additive attention `v^T tanh(W h_t + b)`, softmax over the unmasked positions,
+  trained jointly (the same `Attention` layer the models use).
+- `base`: the trained base model's attention on the same instance, computed without gradients by
+  `forward_once` and imposed (frozen).
+
+Choices:
+- **Flat models only** (the registry's `applies`): the MLP weighs the positions of the batch's `mask`,
+  which for a flat model is exactly the set the base model attends over (the tokens, not `<sos>`/`<eos>`/
+  padding), so alpha lines up token for token. Pair models attend over the premise given a query and HAN
+  models over sentences; an MLP over premise tokens or words would not be W&P's diagnostic.
+- **Training**: Adam at `train.lr` (no weight decay), cross-entropy, batch size and `max_train` from
+  `config.train`, `params.epochs` epochs; the epoch with the best dev accuracy is kept (never test), and
+  test accuracy and macro F1 (W&P report F1) are computed once on it.
+- **Macro F1** averages the per-class F1 over the classes that occur in the test labels or predictions
+  (scikit-learn's default for `average="macro"`).
+- **Determinism**: each variant seeds torch (initialisation, random base attention) and its batch order
+  from `instance_seed(cell_id, "diagnostic_mlp/<variant>", epoch)`.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import torch
+from torch import nn
+
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import forward_once, instance_seed
+from gridlab.data.batching import Batch, iterate_batches
+from gridlab.data.prepare import PreparedDataset
+from gridlab.data.vocab import PAD_ID
+from gridlab.models.attention import Attention, AttentionSpec
+from gridlab.models.projections import uniform
+from gridlab.training.loop import NonFiniteLoss
+
+ID = "diagnostic_mlp"
+VERSION = 1
+SCOPE = "model"
+SCHEMA = pa.schema([
+    ("variant", pa.string()),
+    ("accuracy", pa.float64()),  # test, at the best dev epoch
+    ("f1_macro", pa.float64()),  # test
+    ("dev_accuracy", pa.float64()),  # the selected epoch's
+    ("best_epoch", pa.int64()),
+    ("instances", pa.int64()),  # test rows
+])
+EVAL_BATCH_SIZE = 128
+
+
+class DiagnosticMlp(nn.Module):
+    """Embedding -> per-token Linear + ReLU -> alpha-weighted mean over the mask -> Linear."""
+
+    def __init__(self, vocab: int, embedding_dim: int, hidden: int, classes: int, init_std: float, learned: bool):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embedding_dim, padding_idx=PAD_ID)
+        with torch.no_grad():
+            nn.init.normal_(self.embedding.weight, std=init_std)
+            self.embedding.weight[PAD_ID] = 0.0
+        self.mlp = nn.Sequential(nn.Linear(embedding_dim, hidden), nn.ReLU())
+        self.attention = Attention(AttentionSpec("additive", "softmax"), hidden, None, hidden) if learned else None
+        self.classifier = nn.Linear(hidden, classes)
+
+    def tokens(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.embedding(ids))  # (B, T, hidden)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T) ids and mask [and imposed (B, T) alpha] -> (B, C) logits; alpha None = own attention."""
+        h = self.tokens(ids)
+        if alpha is None:
+            alpha = self.attention(h, mask)  # (B, T), 0 off the mask
+        context = torch.einsum("bt,bth->bh", alpha.to(h.dtype), h)  # (B, hidden)
+        return self.classifier(context)
+
+
+def imposed_alpha(context: AnalysisContext, variant: str, batch: Batch) -> torch.Tensor | None:
+    """(B, T) weights over `batch.mask` for the variant; None for `learned` (the MLP attends itself)."""
+    if variant == "uniform":
+        return uniform(batch.mask)
+    if variant == "base":
+        return forward_once(context.model, batch).alpha  # flat: attention over exactly batch.mask
+    return None
+
+
+def build_mlp(context: AnalysisContext, data: PreparedDataset, variant: str) -> DiagnosticMlp:
+    m = context.config.model
+    mlp = DiagnosticMlp(len(data.vocab), m.embedding_dim, context.params.hidden, len(data.label_names),
+                        m.embedding_init_std, learned=variant == "learned")
+    return mlp.to(context.device)
+
+
+def logits_of(mlp: DiagnosticMlp, context: AnalysisContext, variant: str, batch: Batch) -> torch.Tensor:
+    return mlp(batch.ids, batch.mask, imposed_alpha(context, variant, batch))
+
+
+def train_epoch(mlp: DiagnosticMlp, context: AnalysisContext, data: PreparedDataset, variant: str,
+                optimizer: torch.optim.Optimizer, seed: int) -> float:
+    train = context.config.train
+    mlp.train()
+    losses = []
+    for batch in iterate_batches(data.splits["train"], train.batch_size, shuffle=True, seed=seed,
+                                 limit=train.max_train):
+        batch = batch.to(context.device)
+        loss = nn.functional.cross_entropy(logits_of(mlp, context, variant, batch), batch.labels)
+        if not torch.isfinite(loss):
+            raise NonFiniteLoss(f"diagnostic MLP loss became {loss.item()} (epoch seed {seed})")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return float(np.mean(losses)) if losses else float("nan")
+
+
+@torch.no_grad()
+def predict(mlp: DiagnosticMlp, context: AnalysisContext, data: PreparedDataset, variant: str,
+            split: str) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, predictions) over a split."""
+    mlp.eval()
+    labels, predictions = [], []
+    for batch in iterate_batches(data.splits[split], EVAL_BATCH_SIZE):
+        batch = batch.to(context.device)
+        predictions.append(logits_of(mlp, context, variant, batch).argmax(-1).cpu().numpy())
+        labels.append(batch.labels.cpu().numpy())
+    if not labels:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(labels), np.concatenate(predictions)
+
+
+def accuracy(labels: np.ndarray, predictions: np.ndarray) -> float:
+    return float((labels == predictions).mean()) if len(labels) else 0.0
+
+
+def f1_macro(labels: np.ndarray, predictions: np.ndarray) -> float:
+    """Mean per-class F1 over the classes present in labels or predictions (sklearn's macro average)."""
+    classes = np.union1d(labels, predictions)
+    if not len(classes):
+        return 0.0
+    scores = []
+    for cls in classes:
+        tp = np.sum((predictions == cls) & (labels == cls))
+        wrong = np.sum((predictions == cls) != (labels == cls))  # false positives + false negatives
+        scores.append(2 * tp / (2 * tp + wrong))
+    return float(np.mean(scores))
+
+
+def fit_mlp(context: AnalysisContext, data: PreparedDataset, variant: str) -> tuple[DiagnosticMlp, float, int]:
+    """Train one variant; returns the MLP at its best dev epoch, that dev accuracy and the epoch."""
+    analysis = f"{ID}/{variant}"
+    torch.manual_seed(instance_seed(context.cell_id, analysis, 0))  # initialisation (and random base attention)
+    mlp = build_mlp(context, data, variant)
+    optimizer = torch.optim.Adam(mlp.parameters(), lr=context.config.train.lr)
+    best, best_epoch, best_state = -1.0, 0, copy.deepcopy(mlp.state_dict())
+    for epoch in range(1, context.params.epochs + 1):
+        train_epoch(mlp, context, data, variant, optimizer, instance_seed(context.cell_id, analysis, epoch))
+        dev = accuracy(*predict(mlp, context, data, variant, "dev"))
+        if dev > best:
+            best, best_epoch, best_state = dev, epoch, copy.deepcopy(mlp.state_dict())
+    mlp.load_state_dict(best_state)
+    return mlp.eval(), best, best_epoch
+
+
+def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list]:
+    columns: dict[str, list] = {field.name: [] for field in SCHEMA}
+    for variant in context.params.variants:
+        mlp, dev_accuracy, best_epoch = fit_mlp(context, data, variant)
+        labels, predictions = predict(mlp, context, data, variant, "test")
+        row = {"variant": variant, "accuracy": accuracy(labels, predictions), "f1_macro": f1_macro(labels, predictions),
+               "dev_accuracy": dev_accuracy, "best_epoch": best_epoch, "instances": data.splits["test"].num_rows}
+        for name, values in columns.items():
+            values.append(row[name])
+    return columns
+
+
+def summarize(rows: pd.DataFrame) -> dict[str, float]:
+    return {f"{row['variant']}_{metric}": float(row[metric])
+            for row in rows.to_dict("records") for metric in ("accuracy", "f1_macro")}

@@ -1,0 +1,85 @@
+"""J `seed_variance` — Wiegreffe & Pinter §3.2 (SPEC §3 J): how far the attention of models that differ
+only in their seed lies apart on the same instance. It is the baseline an adversary's JSD must beat:
+J&W's adversarial attention is only remarkable if it is further from the model's than another seed's is.
+
+    >>> columns = seed_variance.run(context, shared, [forward_once(peer, batch) for peer in peers])
+    >>> columns["jsd_seed_max"]       # (B,) the largest JSD to any other seed's attention
+
+Grid scope: a cell's "peers" are the trained cells of its grid whose resolved config equals its own but
+for `seed` (`peers_of`). Each row compares this cell's attention and output with every peer's on the same
+test instance: JSD of the attention (SPEC §2, natural log), TVD of the outputs. Peers see exactly the same
+batch (same vocabulary, same padding), so the rows need no random draws. The rows are computed once the
+whole seed group is trained (or failed); `other_seeds` and `peer_cells` record whom they were compared with.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import torch
+
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import SharedPass, jsd, tvd
+
+ID = "seed_variance"
+VERSION = 1
+SCOPE = "grid"
+SCHEMA = pa.schema([
+    ("other_seeds", pa.int64()),
+    ("peer_cells", pa.string()),  # the compared cells' ids, comma-separated, in seed order
+    ("jsd_seed_mean", pa.float64()),
+    ("jsd_seed_max", pa.float64()),
+    ("tvd_seed_mean", pa.float64()),
+])
+
+
+def peers_of(config: dict, candidates: dict[str, dict]) -> list[str]:
+    """Ids of the candidate cells (id -> resolved config, JSON) equal to `config` but for the seed, by seed."""
+    key = {k: v for k, v in config.items() if k != "seed"}
+    same = [(c["seed"], cell_id) for cell_id, c in candidates.items()
+            if c["seed"] != config["seed"] and {k: v for k, v in c.items() if k != "seed"} == key]
+    return [cell_id for _, cell_id in sorted(same)]
+
+
+def run(context: AnalysisContext, shared: SharedPass, peers: list[SharedPass], peer_cells: list[str]) -> dict:
+    """Columns for a batch, given the same batch's shared pass through each peer model."""
+    alphas = torch.stack([p.alpha for p in peers], dim=1)  # (B, S, T)
+    probs = torch.stack([p.probs for p in peers], dim=1)  # (B, S, C)
+    divergence = jsd(alphas.double(), shared.alpha.double().unsqueeze(1))  # (B, S)
+    moved = tvd(probs.double(), shared.probs.double().unsqueeze(1))  # (B, S)
+    b = shared.alpha.shape[0]
+    return {
+        "other_seeds": torch.full((b,), len(peers), dtype=torch.int64).numpy(),
+        "peer_cells": [",".join(peer_cells)] * b,
+        "jsd_seed_mean": divergence.mean(-1).cpu().numpy(),
+        "jsd_seed_max": divergence.max(-1).values.cpu().numpy(),
+        "tvd_seed_mean": moved.mean(-1).cpu().numpy(),
+    }
+
+
+def reference(context: AnalysisContext, shared: SharedPass, peers: list[SharedPass], peer_cells: list[str]) -> dict:
+    """One instance and one peer at a time, on the unmasked positions only: the oracle for `run`."""
+    columns: dict[str, list] = {f.name: [] for f in SCHEMA}
+    mask = shared.encoded.mask
+    for row in range(mask.shape[0]):
+        keep = mask[row]
+        divergences, moves = [], []
+        for peer in peers:
+            p, q = shared.alpha[row][keep].double(), peer.alpha[row][keep].double()
+            m = (p + q) / 2
+            kl = lambda a, b: float(sum(x * torch.log(x / y) for x, y in zip(a, b) if x > 0))  # noqa: E731
+            divergences.append(0.5 * kl(p, m) + 0.5 * kl(q, m))
+            moves.append(0.5 * float((shared.probs[row].double() - peer.probs[row].double()).abs().sum()))
+        columns["other_seeds"].append(len(peers))
+        columns["peer_cells"].append(",".join(peer_cells))
+        columns["jsd_seed_mean"].append(sum(divergences) / len(divergences))
+        columns["jsd_seed_max"].append(max(divergences))
+        columns["tvd_seed_mean"].append(sum(moves) / len(moves))
+    return columns
+
+
+def summarize(rows: pd.DataFrame) -> dict[str, float]:
+    """Per model: the typical and the largest attention distance to another seed (W&P's Table 3 baseline)."""
+    return {"jsd_seed_mean_mean": float(rows["jsd_seed_mean"].mean()),
+            "jsd_seed_max_median": float(rows["jsd_seed_max"].median()),
+            "tvd_seed_mean_mean": float(rows["tvd_seed_mean"].mean())}

@@ -1,0 +1,51 @@
+"""What a report section produces: tables (written as Markdown and CSV), figures (PNG) and HTML fragments
+(per-instance heatmaps). Sections build these from data; `render` decides how they land on disk.
+
+    >>> Table("jw_table2", "J&W Table 2: ...", frame, caption="...")
+    >>> Figure("jw_fig3", "Median permutation TVD against max attention", fig)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+from matplotlib.figure import Figure as MplFigure
+
+
+@dataclass(frozen=True)
+class Table:
+    id: str  # file stem: <id>.md and <id>.csv; unique within a report
+    title: str
+    frame: pd.DataFrame  # exactly the numbers written to the CSV (the Markdown rounds them for reading)
+    caption: str = ""  # what the rows are, how they were computed, where the published numbers come from
+    # What the Markdown and index.html show instead of the rounded frame, when set: the same rows, with
+    # e.g. "0.40 ± 0.21" strings (`stats.plus_minus`) and only the axes that vary. The CSV is always `frame`.
+    display: pd.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class Figure:
+    id: str  # file stem: <id>.png
+    title: str
+    figure: MplFigure  # built with matplotlib.figure.Figure (no pyplot state), closed after rendering
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Fragment:
+    id: str  # anchor in index.html (also <id>.html beside it)
+    title: str
+    html: str  # self-contained HTML (inline styles), escaped by its builder
+    caption: str = ""
+
+
+Artifact = Table | Figure | Fragment
+
+
+@dataclass(frozen=True)
+class SectionOutput:
+    """A section's artifacts, and what it could not build because rows are missing (shown in the report)."""
+
+    artifacts: list[Artifact] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # e.g. "adversarial rows (analysis not run)"

@@ -1,0 +1,88 @@
+"""`gridlab report`: every section of `sections/registry.py` over a grid's Parquet rows, rendered into one
+folder (default `results_dir/<grid>/report/`).
+
+    >>> summary = build_report(expand(load_grid_file(path), str(path)))
+    >>> summary.out, summary.tables, summary.figures, summary.missing
+
+A section none of whose analyses has rows is listed under "missing" (with what to run), not rendered
+empty; a section that has rows but fails raises, and no report is written: a report that silently drops a
+paper would read as if that paper's analyses had nothing to show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gridlab.analyses.registry import ANALYSES
+from gridlab.grid.expand import ExpandedGrid
+from gridlab.report.artifacts import Figure, Fragment, SectionOutput, Table
+from gridlab.report.inputs import ReportInputs
+from gridlab.report.render import SectionResult, render_report
+from gridlab.report.sections import Section
+from gridlab.report.sections.registry import load_sections
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    out: Path
+    tables: int
+    figures: int
+    fragments: int
+    sections: list[str]  # ids of the rendered sections
+    missing: list[str]  # "<section title>: <what is missing and how to get it>"
+
+    @property
+    def index(self) -> Path:
+        return self.out / "index.html"
+
+
+def analysis_missing(analysis_id: str, inputs: ReportInputs) -> str:
+    """Why an analysis has no rows, and what to run."""
+    grid_file = inputs.grid.file
+    if not inputs.requested(analysis_id):
+        return (f"{analysis_id}: not run — add `{analysis_id}: {{}}` to `analyses:` in {grid_file} "
+                f"and run `gridlab analyze {grid_file}`")
+    info = ANALYSES.get(analysis_id)
+    configs = [cell.config.model_dump() for cell in inputs.grid.cells]
+    if info is not None and configs and not any(info.applies(c) for c in configs):
+        return f"{analysis_id}: requested, but it applies to no cell of this grid (it needs {info.needs})"
+    return (f"{analysis_id}: requested, but no rows yet — run `gridlab analyze {grid_file}` "
+            "(or `gridlab launch`, which trains what is left first)")
+
+
+def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
+    absent = [a for a in section.analyses if inputs.rows(a) is None]
+    lines = [analysis_missing(a, inputs) for a in absent]
+    if section.analyses and len(absent) == len(section.analyses):
+        return SectionResult(section.id, section.title, [], lines, rendered=False)
+    output = section.build(inputs)
+    if not isinstance(output, SectionOutput):
+        raise TypeError(f"section {section.id}: build returned {type(output).__name__}, not a SectionOutput")
+    # The generic line already says an absent analysis is not run and how to run it; a section's own
+    # "<analysis>: not run ..." line for the same analysis would only repeat it.
+    covered = tuple(f"{a}: not run" for a in absent)
+    lines += [line for line in output.missing if line not in lines and not line.startswith(covered)]
+    if not output.artifacts:  # its analyses ran, yet there is nothing to show: say so, do not render it empty
+        return SectionResult(section.id, section.title, [], lines or ["no artifacts for these rows"], rendered=False)
+    return SectionResult(section.id, section.title, list(output.artifacts), lines)
+
+
+def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
+    inputs = ReportInputs.load(grid)
+    out = Path(out) if out is not None else grid.results_dir / "report"
+    results = [run_section(section, inputs) for section in load_sections()]
+    trained = len(inputs.cells)
+    intro = (f"Grid {grid.spec.name} ({grid.file}): {trained} of {len(grid.cells)} cells trained; "
+             f"rows from {grid.results_dir / 'analyses'}. Every number in the tables is computed from those rows, "
+             "per model first and then across seeds; the papers' columns come from gridlab.report.published.")
+    render_report(results, out, title=f"gridlab report: {grid.spec.name}", intro=intro)
+    artifacts = [a for r in results for a in r.artifacts]
+    return ReportSummary(
+        out=out,
+        tables=sum(isinstance(a, Table) for a in artifacts),
+        figures=sum(isinstance(a, Figure) for a in artifacts),
+        fragments=sum(isinstance(a, Fragment) for a in artifacts),
+        sections=[r.id for r in results if r.rendered],
+        missing=[f"{r.title}: {line}" for r in results for line in r.missing],
+    )

@@ -1,0 +1,129 @@
+"""adversarial_model (W&P §4, Meister App. C.1): an adversary trained for diverging attention, per model."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pyarrow as pa
+import pytest
+import torch
+
+from gridlab.analyses import adversarial_model
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.common import tvd
+from gridlab.analyses.registry import AdversarialModelParams
+from gridlab.data.config import DataConfig
+from gridlab.data.prepare import load_dataset
+from gridlab.data.synthetic import SyntheticConfig
+from gridlab.grid.schema import CellConfig, ModelConfig, TrainConfig
+from gridlab.models.factory import build_model
+from gridlab.training.loop import fit
+
+CPU = torch.device("cpu")
+LN2 = math.log(2)
+SMALL = ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16)
+ADVERSARY_TRAIN = TrainConfig(lr=0.01, weight_decay=0.0)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("d")
+    synthetic = SyntheticConfig(n_train=320, n_dev=60, n_test=50, min_length=6, max_length=14)
+    data = load_dataset("synthetic", root, root / "c", DataConfig(synthetic=synthetic))
+    config = CellConfig(dataset="synthetic", encoder="average", model=SMALL, train=TrainConfig(epochs=4, lr=0.01))
+    model = build_model(config, data)
+    fit(model, data, config, CPU)
+    return model.eval(), data, config.model_copy(update={"train": ADVERSARY_TRAIN})
+
+
+def context(trained, **params) -> AnalysisContext:
+    model, _, config = trained
+    return AnalysisContext("cell", model, CPU, AdversarialModelParams(**params), config)
+
+
+@pytest.fixture(scope="module")
+def rows(trained) -> dict[str, list]:
+    return adversarial_model.run_model(context(trained, lam=1.0, epochs=5), trained[1])
+
+
+def test_masked_kl_and_objective_by_hand():
+    mask = torch.tensor([[False, True, True, True, False]])  # <sos> x1 x2 x3 <eos>
+    p = torch.tensor([[0.3, 0.5, 0.25, 0.25, 0.7]])  # mass on <sos>/<eos> must not count
+    q = torch.tensor([[0.0, 0.25, 0.25, 0.5, 0.0]])
+    # 0.5 ln(0.5/0.25) + 0.25 ln(0.25/0.25) + 0.25 ln(0.25/0.5) = 0.5 ln 2 - 0.25 ln 2
+    assert adversarial_model.masked_kl(p, q, mask).item() == pytest.approx(0.25 * LN2, abs=1e-7)
+    assert adversarial_model.masked_kl(q, q, mask).item() == 0.0
+    y_adv, y_base = torch.tensor([[0.7, 0.3]]), torch.tensor([[0.4, 0.6]])
+    assert tvd(y_adv, y_base).item() == pytest.approx(0.3)
+    loss = adversarial_model.objective(y_adv, y_base, p, q, mask, lam=2.0)
+    assert loss.item() == pytest.approx(0.3 - 2.0 * 0.25 * LN2, abs=1e-6)
+
+
+def test_masked_kl_is_finite_with_sparse_zeros():
+    mask = torch.tensor([[True, True, True]])
+    p = torch.tensor([[0.5, 0.5, 0.0]], requires_grad=True)  # a sparsemax adversary: 0 log 0 = 0
+    q = torch.tensor([[1.0, 0.0, 0.0]])  # a sparse base: alpha_base = 0 where the adversary has mass
+    kl = adversarial_model.masked_kl(p, q, mask)
+    expected = 0.5 * math.log(0.5) + 0.5 * (math.log(0.5) - math.log(1e-12))
+    assert kl.item() == pytest.approx(expected, rel=1e-5)
+    kl.sum().backward()
+    assert torch.isfinite(p.grad).all()
+
+
+def test_rows_follow_the_schema_and_bounds(rows, trained):
+    table = pa.Table.from_pydict(rows, schema=adversarial_model.SCHEMA)  # raises on a missing or mistyped column
+    assert table.column_names == adversarial_model.SCHEMA.names and rows["variant"] == ["frozen", "unfrozen"]
+    for i in range(2):
+        assert 0.0 <= rows["jsd_median"][i] <= LN2 and 0.0 <= rows["jsd_mean"][i] <= LN2
+        assert 0.0 <= rows["tvd_mean"][i] <= 1.0 and 0.0 <= rows["accuracy"][i] <= 1.0
+        assert rows["accuracy_delta"][i] == pytest.approx(rows["accuracy"][i] - rows["base_accuracy"][i])
+        assert 1 <= rows["best_epoch"][i] <= rows["epochs_trained"][i] <= 5
+    assert rows["instances"] == [50, 50]
+    assert rows["base_accuracy"][0] > 0.8  # the base model learned the planted task
+    summary = adversarial_model.summarize(table.to_pandas())
+    assert summary["frozen_jsd_mean"] == rows["jsd_mean"][0] and "unfrozen_accuracy_delta" in summary
+
+
+def test_same_rows_for_the_same_cell(rows, trained):
+    assert adversarial_model.run_model(context(trained, lam=1.0, epochs=5), trained[1]) == rows
+
+
+def test_frozen_adversary_starts_next_to_the_base_model_and_lam_zero_keeps_it_there(trained):
+    """At lam = 0 the objective is TVD to the base alone: the nudged copy stays (or comes back) next to it."""
+    near = adversarial_model.run_model(context(trained, variants=["frozen"], lam=0.0, epochs=2), trained[1])
+    assert near["jsd_mean"][0] < 1e-2 and near["tvd_mean"][0] < 0.05 and abs(near["accuracy_delta"][0]) <= 0.05
+
+
+def test_frozen_adversary_with_lam_diverges(rows):
+    assert rows["jsd_mean"][0] > 0.1
+
+
+def test_the_frozen_start_is_seeded_not_left_to_float_rounding(trained):
+    """The same cell gives the same frozen adversary whatever the thread count."""
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = adversarial_model.run_model(context(trained, variants=["frozen"], lam=1.0, epochs=1), trained[1])
+        torch.set_num_threads(2)
+        two = adversarial_model.run_model(context(trained, variants=["frozen"], lam=1.0, epochs=1), trained[1])
+    finally:
+        torch.set_num_threads(threads)
+    assert one["jsd_mean"][0] > 0.01
+    assert abs(one["jsd_mean"][0] - two["jsd_mean"][0]) < 0.02
+
+
+def test_the_kl_term_drives_the_divergence_under_weight_decay(trained):
+    """With the cells' weight decay, lam = 0 stays next to the base; lam > 0 pushes it far."""
+    model, data, config = trained
+    decayed = (model, data, config.model_copy(update={"train": TrainConfig(lr=0.01, weight_decay=1e-5)}))
+    drift = adversarial_model.run_model(context(decayed, variants=["frozen"], lam=0.0, epochs=4), data)
+    pushed = adversarial_model.run_model(context(decayed, variants=["frozen"], lam=1.0, epochs=4), data)
+    assert drift["jsd_mean"][0] < 0.01 and pushed["jsd_mean"][0] > 0.1
+
+
+def test_selection_never_reads_the_test_split(trained):
+    _, data, _ = trained
+    no_test = dataclasses.replace(data, splits={k: v for k, v in data.splits.items() if k != "test"})
+    adversary, epochs, best = adversarial_model.fit_adversary(context(trained, epochs=1), no_test, "unfrozen")
+    assert (epochs, best) == (1, 1) and not adversary.training

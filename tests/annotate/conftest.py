@@ -1,0 +1,72 @@
+"""A grid whose flat, learned-attention cell holds a tiny 'trained' model, published without Ray, beside a
+uniform-attention cell (trained: never annotated) and a learned cell that is not trained."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from gridlab.checkpoints import ModelStore, data_reference
+from gridlab.data.batching import iterate_batches
+from gridlab.data.prepare import PreparedDataset, load_dataset
+from gridlab.grid.expand import Cell, ExpandedGrid, expand
+from gridlab.grid.load import load_grid_file
+from gridlab.models.factory import build_model
+
+GRID = {
+    "name": "h",
+    "grid": {"dataset": ["synthetic"], "encoder": ["lstm"], "attention_mode": ["learned", "uniform"], "seed": [0, 1]},
+    "exclude": [{"attention_mode": "uniform", "seed": 1}],
+    "model": {"embedding_dim": 12, "hidden_size": 8, "attention_size": 8},
+    # lengths from 3: instances of TOP_K tokens or fewer exist, and must never be sampled
+    "data": {"synthetic": {"n_train": 60, "n_dev": 10, "n_test": 40, "min_length": 3, "max_length": 12}},
+}
+
+
+@dataclass(frozen=True)
+class AnnotatedGrid:
+    path: Path
+    expanded: ExpandedGrid
+    learned: Cell  # trained: the only cell to annotate
+    data: PreparedDataset
+    model: torch.nn.Module
+
+
+def publish(expanded: ExpandedGrid, cell: Cell, staged: Path) -> tuple[PreparedDataset, torch.nn.Module]:
+    """Random weights, sharpened as in tests/analyses: peaked attention, decisions near the boundary."""
+    data = load_dataset(cell.config.dataset, expanded.data_dir, expanded.spec.results_dir / "cache", cell.config.data)
+    torch.manual_seed(0)
+    model = build_model(cell.config, data).eval()
+    with torch.no_grad():
+        for p in model.attention.parameters():
+            p.mul_(40.0)
+        model.classifier.weight.mul_(200.0)
+        batch = next(iterate_batches(data.splits["test"], 64))
+        model.classifier.bias.sub_(model(batch).mean(0))
+    staged.mkdir()
+    torch.save(model.state_dict(), staged / "model.pt")
+    files = {"config.json": {"cell_id": cell.id, **cell.config.model_dump(mode="json")},
+             "data.json": data_reference(data), "metrics.json": {"test_accuracy": 0.0}, "history.json": []}
+    for name, value in files.items():
+        (staged / name).write_text(json.dumps(value))
+    ModelStore(expanded.results_dir).publish(cell.id, staged, {})
+    return data, model
+
+
+@pytest.fixture(scope="package")
+def annotated_grid(tmp_path_factory: pytest.TempPathFactory) -> AnnotatedGrid:
+    root = tmp_path_factory.mktemp("annotate")
+    (root / "data").mkdir()
+    path = root / "h.yaml"
+    path.write_text(yaml.safe_dump({**GRID, "results_dir": str(root / "runs"), "data_dir": str(root / "data")}))
+    expanded = expand(load_grid_file(path), str(path))
+    cells = {(c.config.attention_mode, c.config.seed): c for c in expanded.cells}
+    learned = cells[("learned", 0)]
+    data, model = publish(expanded, learned, root / "staged-learned")
+    publish(expanded, cells[("uniform", 0)], root / "staged-uniform")
+    return AnnotatedGrid(path, expanded, learned, data, model)

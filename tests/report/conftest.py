@@ -1,0 +1,94 @@
+"""Fixtures for the report tests: a stand-in for ReportInputs over hand-made rows, and one launched quick grid
+with its report, shared by the end-to-end and browser tests (launching it is the expensive part)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import yaml
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class FakeInputs:
+    """The part of ReportInputs a section reads: rows per analysis, trained cells, the grid's analyses."""
+
+    frames: dict[str, pd.DataFrame]
+    cells: pd.DataFrame = field(default_factory=pd.DataFrame)
+    analyses: dict = field(default_factory=dict)
+
+    def rows(self, analysis_id: str) -> pd.DataFrame | None:
+        return self.frames.get(analysis_id)
+
+    def requested(self, analysis_id: str) -> bool:
+        return analysis_id in self.frames or analysis_id in self.analyses
+
+    @property
+    def grid(self) -> SimpleNamespace:
+        return SimpleNamespace(analyses=self.analyses, file="grid.yaml", cells=[])
+
+
+@pytest.fixture
+def fake_inputs() -> type[FakeInputs]:
+    return FakeInputs
+
+
+@contextmanager
+def local_ray(temp_dir: Path) -> Iterator[None]:
+    """A local Ray on loopback for one launch (the same settings as tests/trials' `local_ray`), shut down
+    after it so module-scoped Rays of other test folders can start later in the session."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.2", logging_level="warning",
+             _temp_dir=str(temp_dir), log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@dataclass(frozen=True)
+class QuickRun:
+    grid_file: Path  # the quick grid, with results_dir and data_dir pointing at this run
+    results: Path  # results_dir/quick
+    report: Path  # results/report, built by `gridlab report`
+    output: str  # what `gridlab report` printed
+
+    @property
+    def manifest(self) -> dict:
+        return json.loads((self.report / "report.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def quick_report(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> QuickRun:
+    """grids/quick.yaml launched (trained and analysed) in a temporary results dir, then `gridlab report`."""
+    from typer.testing import CliRunner
+
+    from gridlab.cli import app
+
+    folder = tmp_path_factory.mktemp("quick")
+    grid = yaml.safe_load((REPO / "grids" / "quick.yaml").read_text())
+    grid["results_dir"] = str(folder / "runs")
+    grid["data_dir"] = str(data_dir)
+    path = folder / "quick.yaml"
+    path.write_text(yaml.safe_dump(grid, sort_keys=False))
+    with local_ray(tmp_path_factory.mktemp("ray")):
+        launched = CliRunner().invoke(app, ["launch", str(path)])
+    assert launched.exit_code == 0, launched.output
+    reported = CliRunner().invoke(app, ["report", str(path)])
+    assert reported.exit_code == 0, reported.output
+    results = folder / "runs" / "quick"
+    return QuickRun(path, results, results / "report", reported.output)

@@ -1,0 +1,122 @@
+"""Rendering a report folder: the files, index.html's ids, report.json, and the atomic swap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure as MplFigure
+
+from gridlab.errors import GridlabError
+from gridlab.report.artifacts import Figure, Fragment, Table
+from gridlab.report.render import SectionResult, markdown_table, render_report
+
+
+def figure() -> MplFigure:
+    fig = MplFigure(figsize=(2, 2))
+    fig.subplots().plot([0, 1], [1, 0])
+    return fig
+
+
+def sections(table_id: str = "t_main") -> list[SectionResult]:
+    frame = pd.DataFrame({"dataset": ["sst", "imdb"], "tau": [0.123456789, float("nan")], "n": [3, 4]})
+    display = pd.DataFrame({"dataset": ["sst", "imdb"], "tau": ["0.12 ± 0.01", "–"]})
+    return [
+        SectionResult("paper_a", "Paper A <2019>", [
+            Table(table_id, "A table", frame, "caption & more", display),
+            Figure("f_main", "A figure", figure(), "a caption"),
+            Fragment("h_main", "Heatmaps", '<span style="color:red">tok</span>'),
+        ], ["adversarial: not run — add `adversarial: {}`"]),
+        SectionResult("paper_b", "Paper B", [], ["sparsity_importance: not run"], rendered=False),
+    ]
+
+
+def siblings(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.parent.iterdir() if p.name != folder.name)
+
+
+def test_files_index_and_manifest(tmp_path: Path):
+    out = tmp_path / "report"
+    manifest = render_report(sections(), out, title="quick")
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["f_main.png", "h_main.html", "index.html", "report.json", "t_main.csv", "t_main.md"]
+    assert (out / "f_main.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    csv = pd.read_csv(out / "t_main.csv")
+    assert csv.loc[0, "tau"] == 0.123456789  # full precision in the CSV
+    markdown = (out / "t_main.md").read_text()
+    assert "| 0.12 ± 0.01 |" in markdown and "0.123456789" not in markdown  # the display, for reading
+    index = (out / "index.html").read_text()
+    assert '<table id="t_main" class="gridlab-table">' in index
+    assert '<img id="f_main" class="gridlab-figure" src="f_main.png" alt="A figure"' in index
+    assert '<div id="h_main" class="gridlab-fragment"><span style="color:red">tok</span></div>' in index
+    assert "Paper A &lt;2019&gt;" in index and "caption &amp; more" in index  # escaped
+    assert "adversarial: not run" in index and "sparsity_importance: not run" in index
+    assert "<link" not in index and "src=\"http" not in index  # self-contained
+    on_disk = json.loads((out / "report.json").read_text())
+    assert on_disk == manifest
+    assert [(a["id"], a["kind"], a["section"]) for a in manifest["artifacts"]] == [
+        ("t_main", "table", "paper_a"), ("f_main", "figure", "paper_a"), ("h_main", "fragment", "paper_a")]
+    assert manifest["artifacts"][0]["files"] == ["t_main.md", "t_main.csv"]
+    assert manifest["sections"][1] == {"id": "paper_b", "title": "Paper B", "rendered": False, "artifacts": [],
+                                       "missing": ["sparsity_importance: not run"]}
+    assert "Paper B: sparsity_importance: not run" in manifest["missing"]
+    assert siblings(out) == []  # no temporary folder left beside it
+
+
+def test_rerender_replaces_the_previous_report(tmp_path: Path):
+    out = tmp_path / "report"
+    render_report(sections("t_old"), out, title="quick")
+    (out / "stray.txt").write_text("from the old report")
+    render_report(sections("t_new"), out, title="quick")
+    names = {p.name for p in out.iterdir()}
+    assert "t_new.csv" in names and "t_old.csv" not in names and "stray.txt" not in names
+    assert siblings(out) == []
+
+
+def test_a_failure_leaves_the_previous_report_untouched(tmp_path: Path):
+    out = tmp_path / "report"
+    render_report(sections(), out, title="quick")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    class Broken(MplFigure):
+        def savefig(self, *args, **kwargs):
+            raise RuntimeError("disk full")
+
+    broken = sections("t_other")
+    broken[0].artifacts[1] = Figure("f_main", "A figure", Broken())
+    with pytest.raises(RuntimeError, match="disk full"):
+        render_report(broken, out, title="quick")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert siblings(out) == []
+
+
+def test_refuses_to_replace_a_folder_that_is_not_a_report(tmp_path: Path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    with pytest.raises(GridlabError, match="not a gridlab report"):
+        render_report(sections(), out, title="quick")
+    assert (out / "notes.txt").read_text() == "keep me"
+
+
+def test_duplicate_or_unsafe_ids_are_errors(tmp_path: Path):
+    twice = sections()
+    twice[0].artifacts.append(Table("t_main", "again", pd.DataFrame({"a": [1]})))
+    with pytest.raises(ValueError, match="used twice"):
+        render_report(twice, tmp_path / "r1", title="x")
+    unsafe = [SectionResult("s", "S", [Table("../escape", "x", pd.DataFrame({"a": [1]}))])]
+    with pytest.raises(ValueError, match="safe file stem"):
+        render_report(unsafe, tmp_path / "r2", title="x")
+    assert not any(tmp_path.iterdir())
+
+
+def test_markdown_table_rounds_and_escapes():
+    frame = pd.DataFrame({"name": ["a|b", None], "value": [0.123456, 12345.6], "flag": [True, False]})
+    assert markdown_table(frame).splitlines() == [
+        "| name | value | flag |",
+        "| --- | ---: | --- |",
+        "| a\\|b | 0.123 | yes |",
+        "| – | 12,346 | no |",
+    ]

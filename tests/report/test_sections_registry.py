@@ -1,0 +1,21 @@
+"""Every section module of the registry imports and exposes a `Section`, in the report's order."""
+
+from __future__ import annotations
+
+import importlib
+
+from gridlab.report.sections import Section
+from gridlab.report.sections.registry import SECTIONS, load_sections
+
+
+def test_all_seven_section_modules_import():
+    assert [name.rsplit(".", 1)[-1] for name in SECTIONS] == [
+        "jain_wallace", "serrano_smith", "wiegreffe_pinter", "vashishth", "meister", "rationale", "heatmaps"]
+    ids = []
+    for name in SECTIONS:
+        section = importlib.import_module(name).SECTION
+        assert isinstance(section, Section), name
+        assert callable(section.build) and isinstance(section.analyses, tuple)
+        ids.append(section.id)
+    assert len(set(ids)) == len(ids)
+    assert [s.id for s in load_sections()] == ids

@@ -1,0 +1,64 @@
+"""The shard runner runs every per-instance analysis on each architecture it applies to: pair models (a
+premise and a query) and hierarchical ones (documents as sentences), not only flat ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from gridlab.analyses.implementations import IMPLEMENTATIONS
+from gridlab.analyses.registry import ANALYSES
+from gridlab.checkpoints import ModelStore, data_reference
+from gridlab.data.catalog import DATASETS
+from gridlab.data.config import DataConfig
+from gridlab.data.prepare import load_dataset
+from gridlab.grid.expand import cell_id
+from gridlab.grid.schema import CellConfig, ModelConfig
+from gridlab.models.factory import build_model
+from gridlab.shards.plan import Shard, ShardJob
+from gridlab.shards.runner import ShardRunner
+
+FAST = {"permutation": {"n": 8}, "erasure_multi": {"exact_max_len": 6}, "adversarial": {"k": 2, "steps": 10}}
+INSTANCES = 8
+
+
+def publish(root: Path, cache: Path, config: CellConfig) -> str:
+    config = config.model_copy(update={"data": config.data.resolve(DATASETS[config.dataset])})
+    data = load_dataset(config.dataset, root, cache, config.data)
+    model = build_model(config, data).eval()
+    identifier = cell_id(config)
+    staged = root / f"staged-{identifier}"
+    staged.mkdir()
+    torch.save(model.state_dict(), staged / "model.pt")
+    files = {"config.json": {"cell_id": identifier, **config.model_dump(mode="json")}, "data.json": data_reference(data),
+             "metrics.json": {"test_accuracy": 0.0}, "history.json": []}
+    for name, value in files.items():
+        (staged / name).write_text(json.dumps(value))
+    ModelStore(root / "g").publish(identifier, staged, {})
+    return identifier
+
+
+@pytest.mark.parametrize("architecture,dataset", [("pair", "sick"), ("han", "20news")])
+def test_every_applicable_per_instance_analysis_runs(architecture: str, dataset: str, data_dir: Path, tmp_path: Path):
+    root = tmp_path / "store"
+    (root / "g").mkdir(parents=True)
+    for item in data_dir.iterdir():  # the store root doubles as the data folder: link the real datasets in
+        (root / item.name).symlink_to(item)
+    config = CellConfig(dataset=dataset, encoder="gru", architecture=architecture,
+                        model=ModelConfig(embedding_dim=8, hidden_size=6, attention_size=6),
+                        data=DataConfig(max_length=80))
+    identifier = publish(root, tmp_path / "cache", config)
+    applicable = [a for a, m in IMPLEMENTATIONS.items() if getattr(m, "SCOPE", "instance") == "instance"
+                  and ANALYSES[a].applies(config.model_dump())]
+    assert {"importance_correlation", "permutation", "erasure_multi"} <= set(applicable)
+    runner = ShardRunner(root / "g", root, tmp_path / "cache", torch.device("cpu"))
+    written = runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES), {a: FAST.get(a, {}) for a in applicable}, 4))
+    assert len(written) == len(applicable)
+    for analysis_id in applicable:
+        rows = pd.read_parquet(root / "g" / "analyses" / analysis_id)
+        assert list(rows.sort_values("instance_id")["instance_id"]) == list(range(INSTANCES)), analysis_id
+        assert (rows["architecture"] == architecture).all()
