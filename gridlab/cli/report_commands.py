@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gridlab.cli.grid_commands import GridArg, load
+from gridlab.cli.grid_commands import GridArg, WhereOption, load
 from gridlab.cli.output import echo, user_errors
 
 
@@ -17,11 +17,12 @@ def report(
     grid: GridArg,
     out: Annotated[Optional[Path],
                    typer.Option("--out", help="Report folder; default: <results_dir>/<grid>/report.")] = None,
+    where: WhereOption = None,
 ) -> None:
     """Build the report: one section per paper from the grid's Parquet rows, and what is missing."""
     from gridlab.report.build import build_report  # matplotlib and the sections load only for this command
 
-    summary = build_report(load(grid), out)
+    summary = build_report(load(grid, where), out)
     echo(f"report: {summary.index}")
     echo(f"{len(summary.sections)} sections, {summary.tables} tables, {summary.figures} figures"
          + (f", {summary.fragments} fragments" if summary.fragments else ""))

@@ -41,10 +41,13 @@ class ReportInputs:
         return analysis_id in self.grid.analyses
 
     def rows(self, analysis_id: str) -> pd.DataFrame | None:
-        """All rows of one analysis (hive partition column `cell` dropped), or None when none were written."""
+        """All rows of one analysis for the grid's cells (hive partition column `cell` dropped), or None when
+        none were written. Only the grid's cells count: a grid restricted with --where reports on its own."""
         if analysis_id not in self._rows:
             folder = self.results_dir / "analyses" / analysis_id
-            parts = sorted(folder.glob("cell=*/part-*.parquet")) if folder.is_dir() else []
+            cells = {c.id for c in self.grid.cells}
+            parts = sorted(p for p in folder.glob("cell=*/part-*.parquet") if p.parent.name[len("cell="):] in cells) \
+                if folder.is_dir() else []
             frame = None
             if parts:
                 frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
