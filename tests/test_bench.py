@@ -6,13 +6,30 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
+TINY = ["--lengths", "6", "--instances", "4", "--loop-instances", "2", "--threads", "1", "--repeats", "1"]
+
+
+def bench_rows(*arguments: str) -> list[list[str]]:
+    command = [sys.executable, str(REPO / "bench" / "analyses.py"), *TINY, *arguments]
+    output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+    lines = output.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("analysis"))
+    return [line.split() for line in lines[header + 1 :]]
 
 
 def test_bench_prints_a_row_per_analysis_and_length():
-    command = [sys.executable, str(REPO / "bench" / "analyses.py"), "--lengths", "6", "--instances", "4",
-               "--loop-instances", "2", "--threads", "1", "--analyses", "permutation", "erasure_multi"]
-    output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
-    rows = [line.split() for line in output.splitlines() if line.startswith(("permutation", "erasure_multi"))]
+    rows = bench_rows("--analyses", "permutation", "erasure_multi")
     assert [(row[0], row[1]) for row in rows] == [("permutation", "6"), ("erasure_multi", "6")]
     assert all(float(row[2]) > 0 and float(row[3]) > 0 for row in rows)
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "cnn"])
+def test_bench_measures_the_importance_halves_alone(encoder):
+    rows = bench_rows("--encoder", encoder, "--only", "gradient", "leave_one_out")
+    assert [row[0] for row in rows] == ["gradient", "leave_one_out"]
+    assert all(float(row[2]) > 0 and float(row[3]) > 0 and row[4].endswith("x") for row in rows)
+    # the original figures are the BiLSTM's: the ratio against them is shown for lstm only
+    assert all((row[5] != "-") == (encoder == "lstm") for row in rows)

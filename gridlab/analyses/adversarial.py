@@ -35,16 +35,23 @@ instances still creeps up at 500 steps (small trained synthetic models: none sto
 2000 steps, eps-max JSD within 0.01 of the full budget's on average), so with J&W's budget the rule mostly
 saves the steps of instances that saturate early, such as those whose output ignores attention.
 
-`run` optimises all instances x k candidates as one (A, k, T) tensor: one decoder call, one backward and one
-AMSGrad update per step (AMSGrad written out because its update is elementwise, so dropping converged rows
-leaves the others' updates exactly as they were). `reference` is the same optimisation one instance at a time
-on its unpadded positions, with `torch.optim.Adam(amsgrad=True)` and loops over candidates and pairs.
+`run` optimises all instances x k candidates as one (A, k, T) tensor. A step is about 50 tensor operations
+with no autograd graph: the objective and its gradient with respect to the logits written out (`_Objective`:
+every JSD term, against alpha and between candidates, one list of pairs; the decoder's linear layer folded
+into h W^T once), then one call of torch's fused AMSGrad kernel (`_AmsGrad`; its update is elementwise, so
+dropping converged rows leaves the others' updates exactly as they were). No host sync per step: the
+convergence rule reads the objective once per window, and with `convergence=None` the objective's value is
+not even formed. `reference` is the same optimisation one instance at a time on its unpadded positions, with
+autograd through `objective`'s terms, `torch.optim.Adam(amsgrad=True)` and loops over candidates and pairs;
+at equal steps (`convergence=None` in both) the two agree to float rounding.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +61,8 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import (
+    EPS,
+    LN2,
     SharedPass,
     decode_many,
     instance_generator,
@@ -61,7 +70,12 @@ from gridlab.analyses.common import (
     tvd,
 )
 from gridlab.analyses.registry import AdversarialParams
-from gridlab.models.classifier import AttentionClassifier, Encoded
+from gridlab.models.classifier import (
+    AttentionClassifier,
+    Encoded,
+    FlatClassifier,
+    HierarchicalClassifier,
+)
 
 ID = "adversarial"
 VERSION = 1
@@ -131,22 +145,33 @@ def converged(previous: torch.Tensor, mean: torch.Tensor, rtol: float) -> torch.
 
 class _AmsGrad:
     """`torch.optim.Adam(amsgrad=True, maximize=True)` on one tensor whose rows (instances) can leave. All
-    instances start together, so the shared step count is every remaining instance's own."""
+    instances start together, so the shared step count is every remaining instance's own. One call of
+    torch's fused Adam kernel per step (the foreach-free update written out where that kernel is missing)."""
 
     def __init__(self, param: torch.Tensor, lr: float):
-        self.param, self.lr, self.steps = param, lr, 0
+        self.param, self.lr = param, lr
         self.exp_avg = torch.zeros_like(param)
         self.exp_avg_sq = torch.zeros_like(param)
         self.max_exp_avg_sq = torch.zeros_like(param)
+        self.count = 0
+        self.steps = torch.zeros((), dtype=torch.float32, device=param.device)  # the fused kernel's own counter
+        self.fused = hasattr(torch, "_fused_adam_") and param.device.type in ("cpu", "cuda")
 
     def ascend(self, grad: torch.Tensor) -> None:
         beta1, beta2 = BETAS
-        self.steps += 1
+        self.count += 1
+        if self.fused:
+            self.steps += 1  # the kernel reads the count; torch.optim.Adam increments it before calling it
+            torch._fused_adam_([self.param], [grad], [self.exp_avg], [self.exp_avg_sq], [self.max_exp_avg_sq],
+                               [self.steps], lr=self.lr, beta1=beta1, beta2=beta2, weight_decay=0.0, eps=ADAM_EPS,
+                               amsgrad=True, maximize=True)
+            return
+        step = self.count
         self.exp_avg.lerp_(grad, 1 - beta1)
         self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         torch.maximum(self.max_exp_avg_sq, self.exp_avg_sq, out=self.max_exp_avg_sq)
-        denom = (self.max_exp_avg_sq.sqrt() / math.sqrt(1 - beta2**self.steps)).add_(ADAM_EPS)
-        self.param.addcdiv_(self.exp_avg, denom, value=self.lr / (1 - beta1**self.steps))
+        denom = (self.max_exp_avg_sq.sqrt() / math.sqrt(1 - beta2**step)).add_(ADAM_EPS)
+        self.param.addcdiv_(self.exp_avg, denom, value=self.lr / (1 - beta1**step))
 
     def keep(self, rows: torch.Tensor) -> None:
         self.param, self.exp_avg = self.param[rows], self.exp_avg[rows]
@@ -162,28 +187,135 @@ def run(context: AnalysisContext, shared: SharedPass, *,
     steps_run = torch.zeros(len(logits), dtype=torch.long, device=logits.device)
     rows = (shared.lengths > 1).nonzero().squeeze(1)  # (A,) the instances still optimised
     adam = _AmsGrad(logits[rows], params.lr)
-    active = _fixed(shared, rows)
+    eq1 = _Objective(model, _fixed(shared, rows), eps, params.lam, params.k)
     total = torch.zeros(len(rows), dtype=logits.dtype, device=logits.device)  # (A,) objective summed this window
     previous = torch.full_like(total, float("nan"))  # (A,) the last window's mean
     for step in range(1, params.steps + 1):
         if len(rows) == 0:
             break
-        value, grad = _value_and_gradient(model, active, adam.param, eps, params.lam)  # (A,), (A, k, T)
+        value, grad = eq1(adam.param, value=convergence is not None)  # (A,) or None, (A, k, T)
         adam.ascend(grad)
+        if convergence is None:
+            continue
         total += value
-        if convergence is None or step % convergence.window:
+        if step % convergence.window:
             continue
         mean = total / convergence.window
         done = converged(previous, mean, convergence.rtol)  # (A,)
+        if not bool(done.any()):  # the one host sync of a window
+            previous, total = mean, torch.zeros_like(mean)
+            continue
         logits[rows[done]] = adam.param[done]
         steps_run[rows[done]] = step
         keep = ~done
         rows, previous, total = rows[keep], mean[keep], torch.zeros_like(mean[keep])
         adam.keep(keep)
-        active = _fixed(active, keep)
+        eq1 = eq1.keep(keep)
     logits[rows] = adam.param  # the instances that ran the full budget
     steps_run[rows] = params.steps
     return _columns(model, shared, logits, eps, steps_run, params.k)
+
+
+class _Objective:
+    """Eq. 1 at logits (A, k, T) and its gradient with respect to them, written out: no autograd graph (a
+    step costs its ~50 tensor operations, not an autograd engine walking ~200 small nodes).
+
+    All JSD terms are one list of pairs over k + 1 distributions, the k candidates a_i = softmax(l_i) over
+    the mask and the model's alpha last: (i, alpha) with weight 1 and (i, j), i < j, with weight
+    1/(k(k-1)). With m = (p + q) / 2 and logs of values clamped at 1e-12 (as `common.jsd`),
+    JSD(p, q) = 1/2 sum p log p + 1/2 sum q log q - sum m log m and d JSD / dp = 1/2 (log p - log m). Each
+    JSD is clamped to [0, ln 2] as `common.jsd` does, and like autograd through that clamp a term outside the
+    range contributes no gradient. The penalty's gradient goes through the TVD's sign, the hinge (passing at
+    0, as `clamp_min`'s backward does) and the output softmax to the logits z, then to a: through the
+    classifier written out when the model's `output` is one linear layer (flat and HAN models:
+    z = a (h W^T) + b), else by autograd through `model.output` alone. Finally dl = a (G - sum_t a G).
+    Same values and gradients as autograd through `objective` up to float rounding."""
+
+    def __init__(self, model: AttentionClassifier, shared: SharedPass, eps: float, lam: float, k: int):
+        self.model, self.shared, self.eps, self.lam, self.k = model, shared, eps, lam, k
+        mask, dtype, device = shared.encoded.mask, shared.encoded.h.dtype, shared.encoded.mask.device
+        self.bias = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(
+            ~mask, float("-inf"))[:, None, :]  # (A, 1, T) -inf off the mask, as `candidates`
+        self.alpha = shared.alpha.to(dtype)[:, None, :]  # (A, 1, T)
+        self.original = shared.probs[:, None, :]  # (A, 1, C)
+        away = [(i, k) for i in range(k)]  # candidate i against alpha (row k)
+        between = list(itertools.combinations(range(k), 2))
+        pairs = torch.tensor(away + between, device=device).reshape(-1, 2)  # (P, 2)
+        self.first, self.second = pairs[:, 0], pairs[:, 1]
+        diversity = 1.0 / (k * (k - 1)) if k > 1 else 0.0
+        self.weights = torch.tensor([1.0] * len(away) + [diversity] * len(between), dtype=dtype, device=device)
+        incidence = torch.zeros(k + 1, len(pairs), dtype=dtype, device=device)  # (k + 1, P)
+        incidence[self.first, torch.arange(len(pairs))] = 0.5 * self.weights
+        incidence[self.second, torch.arange(len(pairs))] = 0.5 * self.weights
+        self.incidence = incidence[:k]  # (k, P) 1/2 w_p where candidate i is in pair p; alpha has no gradient
+        self.linear = _linear_output(model)
+        if self.linear is not None:
+            weight, bias = self.linear
+            self.scores = shared.encoded.h.detach() @ weight.detach().t().to(dtype)  # (A, T, C)
+            self.class_bias = bias.detach().to(dtype)  # (C,)
+
+    def keep(self, rows: torch.Tensor) -> _Objective:
+        kept = copy.copy(self)
+        kept.shared = _fixed(self.shared, rows)
+        kept.bias, kept.alpha, kept.original = self.bias[rows], self.alpha[rows], self.original[rows]
+        if self.linear is not None:
+            kept.scores = self.scores[rows]
+        return kept
+
+    def __call__(self, logits: torch.Tensor, value: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """logits (A, k, T) -> (value (A,) or None when not asked for, d value / d logits (A, k, T))."""
+        k = self.k
+        a = torch.softmax(logits + self.bias, dim=-1)  # (A, k, T)
+        both = torch.cat([a, self.alpha], dim=1)  # (A, k + 1, T)
+        logs = torch.log(both.clamp_min(EPS))
+        half_entropy = (both * logs).sum(-1).mul_(0.5)  # (A, k + 1) 1/2 sum p log p
+        m = (both.index_select(1, self.first) + both.index_select(1, self.second)).mul_(0.5)  # (A, P, T)
+        log_m = torch.log(m.clamp_min(EPS))
+        divergence = (half_entropy.index_select(1, self.first) + half_entropy.index_select(1, self.second)
+                      - (m * log_m).sum(-1))  # (A, P)
+        clamped = divergence.clamp(0.0, LN2)
+        weights = self.incidence * (clamped == divergence).to(a.dtype)[:, None, :]  # (A, k, P)
+        grad = weights.sum(-1, keepdim=True) * logs[:, :k] - torch.bmm(weights, log_m)  # (A, k, T)
+        # the penalty: -lam/k sum_i max(0, TVD(y_i, y) - eps), with 2 TVD = sum |y_i - y|
+        z, back = self._decode(a)  # (A, k, C) logits
+        probs = torch.softmax(z, dim=-1)
+        difference = probs - self.original  # (A, k, C)
+        over = difference.abs().sum(-1).sub_(2.0 * self.eps)  # (A, k) 2 (TVD - eps)
+        total = None
+        if value:
+            total = (clamped * self.weights).sum(-1) - 0.5 * self.lam / k * over.clamp_min(0.0).sum(-1)
+        scale = (over >= 0).to(a.dtype).mul_(-0.5 * self.lam / k)  # (A, k) where the hinge passes
+        d_probs = difference.sign_().mul_(scale[..., None])  # (A, k, C)
+        d_z = probs * (d_probs - (probs * d_probs).sum(-1, keepdim=True))  # through the output softmax
+        grad += back(d_z)
+        return total, a * (grad - (a * grad).sum(-1, keepdim=True))  # through the candidates' softmax
+
+    def _decode(self, a: torch.Tensor) -> tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
+        """(A, k, C) output logits of the candidates a (A, k, T), and the map from d/dz to d/da."""
+        if self.linear is not None:
+            z = torch.baddbmm(self.class_bias, a, self.scores)  # (A, k, C)
+            return z, lambda d_z: torch.bmm(d_z, self.scores.transpose(1, 2))  # (A, k, T)
+        h, query = self.shared.encoded.h, self.shared.encoded.query
+        b, k, _ = a.shape
+        q = None if query is None else query.repeat_interleave(k, dim=0)  # (A*k, q)
+        with torch.enable_grad():
+            context = torch.bmm(a, h).reshape(b * k, -1).requires_grad_(True)  # (A*k, m)
+            z = self.model.output(context, q)  # (A*k, C)
+
+        def back(d_z: torch.Tensor) -> torch.Tensor:
+            (d_context,) = torch.autograd.grad(z, context, grad_outputs=d_z.reshape(b * k, -1))
+            return torch.bmm(d_context.reshape(b, k, -1), h.transpose(1, 2))  # (A, k, T)
+
+        return z.detach().reshape(b, k, -1), back
+
+
+def _linear_output(model: AttentionClassifier) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(W, b) when `model.output(context, query)` is `classifier(dropout(context))` with dropout inactive."""
+    if type(model).output not in (FlatClassifier.output, HierarchicalClassifier.output):
+        return None
+    if model.training and model.dropout.p > 0:
+        return None
+    return model.classifier.weight, model.classifier.bias
 
 
 def batch_logits(cell_id: str, shared: SharedPass, params: AdversarialParams) -> torch.Tensor:
@@ -205,20 +337,6 @@ def _fixed(shared: SharedPass, rows: torch.Tensor) -> SharedPass:
     encoded = Encoded(e.h[rows].detach(), e.mask[rows], None if e.query is None else e.query[rows].detach())
     return SharedPass(shared.batch, encoded, shared.alpha[rows], shared.logits[rows], shared.probs[rows],
                       shared.pred[rows])
-
-
-def _value_and_gradient(model: AttentionClassifier, shared: SharedPass, logits: torch.Tensor, eps: float,
-                        lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The objective (A,) at `logits` (A, k, T) and its gradient with respect to them only (autograd.grad:
-    the model's parameters get no .grad). Instances do not interact, so the gradient of the sum is each
-    instance's own."""
-    with torch.enable_grad():
-        x = logits.detach().requires_grad_(True)
-        alphas = candidates(x, shared.encoded.mask)  # (A, k, T)
-        probs = decode_many(model, shared, alphas)  # (A, k, C)
-        value = objective(alphas, probs, shared.alpha, shared.probs, eps, lam)  # (A,)
-        (grad,) = torch.autograd.grad(value.sum(), x)
-    return value.detach(), grad
 
 
 @torch.no_grad()

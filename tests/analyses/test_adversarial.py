@@ -204,3 +204,15 @@ def test_early_stopping_saves_steps_and_keeps_the_result(picked):
     assert (steps % adversarial.CONVERGENCE.window == 0).all()
     np.testing.assert_allclose(stopped["jsd_eps_max"], full["jsd_eps_max"], rtol=0, atol=0.01)
     check_invariants(stopped, shared.lengths.tolist(), params, adversarial.EPS_CLASSIFICATION)
+
+
+def test_run_matches_reference_over_the_full_budget(picked):
+    """J&W's 500 steps: the written-out gradient and the fused AMSGrad follow autograd's trajectory, not only
+    its first steps (the hinge could amplify rounding; it does not)."""
+    model = model_for(picked, "lstm", "additive")
+    batch = collate(select(picked["rows"], [2, 5, 9, 13]))
+    params = AdversarialParams(k=5)
+    columns, _ = analyse(model, batch, params, convergence=None)
+    expected, _ = analyse(model, batch, params, how=adversarial.reference, convergence=None)
+    assert_same(columns, expected, atol=1e-3)
+    assert (columns["steps_run"] == params.steps).all()

@@ -344,3 +344,34 @@ def test_deterministic(datasets):
     second = importance_correlation.run(context(model), shared)
     for name in first:
         assert list(first[name]) == list(second[name])
+
+
+@pytest.mark.parametrize(("encoder", "projection"), [("cnn", "sparsemax"), ("average", "entmax15"),
+                                                     ("lstm", "sparsemax"), ("gru", "entmax15")])
+def test_leave_one_out_under_sparse_projections(datasets, encoder, projection):
+    # the local path projects the spliced scores itself and the recurrent path calls `attend` on assembled
+    # rows: both must match rebuilding each instance, exact zeros included
+    data = datasets["synthetic"]
+    config = CellConfig(dataset="synthetic", encoder=encoder, projection=projection, model=TINY)
+    model = build_model(config, data).eval()
+    with torch.no_grad():
+        model.attention.context.weight.mul_(SHARPEN * (5 if projection == "entmax15" else 1))
+        model.classifier.weight.mul_(SHARPEN)
+    shared = forward_once(model, batch_of(rows_of(data), "flat"))
+    assert (shared.alpha[shared.encoded.mask] == 0).any()  # the projection is sparse here
+    d = leave_one_out(model, shared.batch, shared, chunk_elements=3000)
+    torch.testing.assert_close(d, reference_leave_one_out(model, shared), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "gru", "cnn", "noenc"])
+def test_deleting_either_of_equal_neighbours_ties_exactly(datasets, encoder):
+    # the shortened rows are the same sequence: their outputs must tie exactly, as the reference's do, or
+    # float noise would order them and move tau-b
+    model, _ = model_of(datasets, "flat", encoder)
+    docs = [[5, 5, 5, 6, 7, 7, 8], [9, 4, 4], [6, 6]]
+    shared = forward_once(model, collate({"ids": docs, "label": [0, 1, 0], "instance_id": [0, 1, 2]}))
+    d = leave_one_out(model, shared.batch, shared)
+    assert d[0, 1] == d[0, 2] == d[0, 3] and d[0, 5] == d[0, 6] and d[1, 2] == d[1, 3] and d[2, 1] == d[2, 2]
+    torch.testing.assert_close(d, reference_leave_one_out(model, shared), rtol=0, atol=1e-6)
+    columns = importance_correlation.run(context(model), shared)
+    assert_columns_close(columns, importance_correlation.reference(context(model), shared))
