@@ -14,4 +14,4 @@ class Section:
     id: str  # "jain_wallace"; anchor and file prefix
     title: str  # "Jain & Wallace (2019), Attention is not Explanation"
     analyses: tuple[str, ...]  # the analysis ids it reads; a section with none of them run is listed as missing
-    build: Callable  # (ReportInputs) -> SectionOutput
+    build: Callable[..., SectionOutput]  # (ReportInputs) -> SectionOutput
