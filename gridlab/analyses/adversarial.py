@@ -23,9 +23,9 @@ first candidate on a tie), `n_within_eps` how many candidates are within eps, `s
 updates the instance received. An instance with T = 1 has one distribution only: jsd 0, tvd 0,
 n_within_eps = k, steps_run 0, without optimising.
 
-Convergence (per instance): the objective is averaged over consecutive windows of `Convergence.window` (50)
-steps, and after each window an instance stops when |mean_w - mean_{w-1}| <= rtol * max(|mean_{w-1}|, 1)
-with rtol 1e-3: a relative change, with an absolute floor for objectives near 0. Window means rather than
+Convergence (per instance, the grid's `stop_window` / `stop_rtol`, 50 and 1e-3 by default; `stop_window: 0`
+turns it off): the objective is averaged over consecutive windows of `stop_window` steps, and after each
+window an instance stops when |mean_w - mean_{w-1}| <= rtol * max(|mean_{w-1}|, 1): a relative change, with an absolute floor for objectives near 0. Window means rather than
 single steps because the hinge penalty makes Adam oscillate around TVD = eps. So `steps_run` is a multiple of
 the window, or `steps`. A stopped instance keeps its logits and leaves the optimisation (its rows are dropped
 from the logits and from Adam's moments): later steps only decode the instances still moving, and no
@@ -104,6 +104,14 @@ class Convergence:
 CONVERGENCE = Convergence()
 
 
+def convergence_of(params: AdversarialParams) -> Convergence | None:
+    """The grid's early-stopping rule (`stop_window`, `stop_rtol`); None when `stop_window` is 0."""
+    return Convergence(params.stop_window, params.stop_rtol) if params.stop_window else None
+
+
+FROM_PARAMS = object()  # default of `convergence`: the rule the analysis's params give
+
+
 def epsilon(params: AdversarialParams, shared: SharedPass) -> float:
     """The TVD budget: `params.eps`, else J&W's 0.05 for pair tasks (a query) and 0.01 for classification."""
     if params.eps is not None:
@@ -179,9 +187,11 @@ class _AmsGrad:
 
 
 def run(context: AnalysisContext, shared: SharedPass, *,
-        convergence: Convergence | None = CONVERGENCE) -> dict[str, np.ndarray]:
+        convergence: Convergence | None | object = FROM_PARAMS) -> dict[str, np.ndarray]:
     """All instances with T > 1 and their k candidates optimised together; see the module docstring."""
     params, model = context.params, context.model
+    if convergence is FROM_PARAMS:
+        convergence = convergence_of(params)
     eps = epsilon(params, shared)
     logits = batch_logits(context.cell_id, shared, params)  # (B, k, T)
     steps_run = torch.zeros(len(logits), dtype=torch.long, device=logits.device)
@@ -365,9 +375,11 @@ def _columns(model: AttentionClassifier, shared: SharedPass, logits: torch.Tenso
 
 
 def reference(context: AnalysisContext, shared: SharedPass, *,
-              convergence: Convergence | None = CONVERGENCE) -> dict[str, np.ndarray]:
+              convergence: Convergence | None | object = FROM_PARAMS) -> dict[str, np.ndarray]:
     """One instance at a time on its own unpadded positions, with its own `torch.optim.Adam`."""
     params = context.params
+    if convergence is FROM_PARAMS:
+        convergence = convergence_of(params)
     eps = epsilon(params, shared)
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
     for b, instance_id in enumerate(shared.batch.instance_ids.tolist()):

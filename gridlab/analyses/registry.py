@@ -46,6 +46,9 @@ class AdversarialParams(Params):
     eps: float | None = Field(None, gt=0, description="TVD budget; default 0.01 (classification), 0.05 (QA)")
     lam: float = Field(500.0, ge=0, description="weight of the TVD penalty (J&W: 500)")
     init_scale: float = Field(3.0, ge=0, description="logits start at log(uniform) + init_scale * N(0, 1)")
+    stop_window: int = Field(50, ge=0, description="early stopping: objective window means compared every "
+                                                   "stop_window steps; 0 runs every instance for all steps")
+    stop_rtol: float = Field(1e-3, gt=0, description="an instance stops when its window mean moves by <= stop_rtol")
 
 
 class ErasureMultiParams(Params):

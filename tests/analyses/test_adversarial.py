@@ -206,6 +206,20 @@ def test_early_stopping_saves_steps_and_keeps_the_result(picked):
     check_invariants(stopped, shared.lengths.tolist(), params, adversarial.EPS_CLASSIFICATION)
 
 
+def test_the_grid_sets_the_early_stopping_rule(picked):
+    """`stop_window: 0` spends every step on every instance; a coarse rule from the params stops them at its
+    own windows, exactly as the same rule passed in code does."""
+    model = model_for(picked, "cnn", "additive")
+    batch = collate(picked["rows"])
+    never, _ = analyse(model, batch, AdversarialParams(k=3, steps=120, stop_window=0))
+    assert (never["steps_run"][1:] == 120).all()  # row 0 has T = 1
+    coarse = AdversarialParams(k=3, steps=400, stop_window=20, stop_rtol=0.5)
+    stopped, _ = analyse(model, batch, coarse)
+    assert (stopped["steps_run"][1:] % 20 == 0).all() and (stopped["steps_run"][1:] < 400).all()
+    same, _ = analyse(model, batch, coarse, convergence=adversarial.Convergence(window=20, rtol=0.5))
+    np.testing.assert_array_equal(stopped["steps_run"], same["steps_run"])
+
+
 def test_run_matches_reference_over_the_full_budget(picked):
     """J&W's 500 steps: the written-out gradient and the fused AMSGrad follow autograd's trajectory, not only
     its first steps (the hinge could amplify rounding; it does not)."""

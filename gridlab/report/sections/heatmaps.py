@@ -238,7 +238,8 @@ def adversarial_attention(model, shared: SharedPass, b: int, cell_id: str, insta
     start[0][:, mask[0]] = jw.initial_logits(cell_id, instance_id, params.k, length, params.init_scale).to(start.dtype)
     logits = start.requires_grad_(True)
     optimizer = torch.optim.Adam([logits], lr=params.lr, amsgrad=True, maximize=True)
-    window, rtol = jw.CONVERGENCE.window, jw.CONVERGENCE.rtol
+    rule = jw.convergence_of(params)
+    window, rtol = (rule.window, rule.rtol) if rule else (params.steps + 1, 0.0)  # no rule: never checks
     total, previous = torch.zeros(1, dtype=start.dtype), torch.full((1,), math.nan, dtype=start.dtype)
     steps = params.steps
     for step in range(1, params.steps + 1):
