@@ -189,6 +189,14 @@ class _AmsGrad:
 def run(context: AnalysisContext, shared: SharedPass, *,
         convergence: Convergence | None | object = FROM_PARAMS) -> dict[str, np.ndarray]:
     """All instances with T > 1 and their k candidates optimised together; see the module docstring."""
+    logits, steps_run = optimise(context, shared, convergence=convergence)
+    return _columns(context.model, shared, logits, epsilon(context.params, shared), steps_run, context.params.k)
+
+
+def optimise(context: AnalysisContext, shared: SharedPass, *,
+             convergence: Convergence | None | object = FROM_PARAMS) -> tuple[torch.Tensor, torch.Tensor]:
+    """The final candidate logits (B, k, T) (`candidates` turns them into attention) and the Adam steps each
+    instance received (B,): the optimisation behind `run`, for callers that want the distributions."""
     params, model = context.params, context.model
     if convergence is FROM_PARAMS:
         convergence = convergence_of(params)
@@ -223,7 +231,7 @@ def run(context: AnalysisContext, shared: SharedPass, *,
         eq1 = eq1.keep(keep)
     logits[rows] = adam.param  # the instances that ran the full budget
     steps_run[rows] = params.steps
-    return _columns(model, shared, logits, eps, steps_run, params.k)
+    return logits, steps_run
 
 
 class _Objective:

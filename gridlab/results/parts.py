@@ -14,6 +14,7 @@ pass for results on official ones.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -96,3 +97,17 @@ def write_part(path: Path, table: pa.Table) -> None:
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def drop_cell_parts(grid_results: Path, cell_id: str, analyses: list[str] | None = None) -> int:
+    """Delete a cell's parts (of every analysis, or of `analyses`): rows of a model that is retrained would
+    otherwise pass for rows of the new one. Returns how many partition folders were removed."""
+    root = grid_results / "analyses"
+    folders = [root / a / f"cell={cell_id}" for a in analyses] if analyses is not None \
+        else list(root.glob(f"*/cell={cell_id}"))
+    removed = 0
+    for folder in folders:
+        if folder.is_dir():
+            shutil.rmtree(folder)
+            removed += 1
+    return removed

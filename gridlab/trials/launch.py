@@ -22,13 +22,15 @@ from pathlib import Path
 
 from ray import tune
 
+from gridlab.analyses.seed_variance import peers_of
 from gridlab.checkpoints import ModelStore
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
-from gridlab.tracking.runs import Tracker
+from gridlab.results.parts import drop_cell_parts
 from gridlab.shards.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.shards.plan import plan_jobs
+from gridlab.tracking.runs import Tracker
 from gridlab.trials.progress import GridProgress
 from gridlab.trials.ray_session import ray_session
 from gridlab.trials.trainable import cell_id_of, train_cell, trial_params
@@ -63,8 +65,10 @@ def cells_to_train(grid: ExpandedGrid, force: list[str]) -> list[Cell]:
 
 
 def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None]) -> LaunchReport:
-    """Train what is untrained, then run (or resume) the analyses of every trained cell."""
+    """Train what is untrained and run (or resume) the analyses of every trained cell, each model's as soon
+    as it is trained. A forced cell's old rows (and its seed peers' seed_variance rows) are dropped first."""
     pending = cells_to_train(grid, force)
+    _drop_stale_rows(grid, force, emit)
     with ray_session(address if address is not None else grid.spec.ray.address):
         dispatcher = AnalysisDispatcher(grid, emit) if grid.analyses else None
         try:
@@ -77,6 +81,16 @@ def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Call
             if dispatcher is not None:
                 dispatcher.close()
     return report
+
+
+def _drop_stale_rows(grid: ExpandedGrid, force: list[str], emit: Callable[[str], None]) -> None:
+    configs = {c.id: c.config.model_dump(mode="json") for c in grid.cells}
+    for cell_id in force:
+        removed = drop_cell_parts(grid.results_dir, cell_id)
+        for peer in peers_of(configs[cell_id], configs):
+            removed += drop_cell_parts(grid.results_dir, peer, ["seed_variance"])
+        if removed:
+            emit(f"{cell_id}: retraining, so {removed} folders of its analysis rows were removed")
 
 
 class AnalyseWhenTrained(tune.Callback):

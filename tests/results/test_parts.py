@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from gridlab.grid.schema import CellConfig
-from gridlab.results.parts import COMMON_SCHEMA, common_columns, part_path, rows_table, write_part
+from gridlab.results.parts import COMMON_SCHEMA, common_columns, drop_cell_parts, part_path, rows_table, write_part
 
 SPECIFIC = pa.schema([("tvd_median", pa.float64()), ("removed_exact", pa.int64())])
 
@@ -55,3 +55,14 @@ def test_a_failed_write_leaves_no_part(tmp_path: Path, monkeypatch):
         write_part(target, table_for("abc", [0]))
     assert not target.exists() and not list(target.parent.iterdir())
 
+
+
+def test_dropping_a_cells_parts_leaves_the_other_cells(tmp_path: Path):
+    for analysis in ("permutation", "seed_variance"):
+        for cell in ("abc", "def"):
+            write_part(part_path(tmp_path, analysis, cell, 0), table_for(cell, [0, 1]))
+    assert drop_cell_parts(tmp_path, "def", ["seed_variance"]) == 1
+    assert drop_cell_parts(tmp_path, "abc") == 2
+    left = sorted(p.relative_to(tmp_path / "analyses").as_posix() for p in (tmp_path / "analyses").rglob("*.parquet"))
+    assert left == ["permutation/cell=def/part-00000.parquet"]
+    assert drop_cell_parts(tmp_path, "abc") == 0

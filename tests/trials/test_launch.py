@@ -132,16 +132,24 @@ def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path
 
 def test_force_retrains_only_the_chosen_cell(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
-    path = write_grid(tmp_path, grid={"dataset": ["synthetic"], "encoder": ["average", "noenc"]})
+    path = write_grid(tmp_path, grid={"dataset": ["synthetic"], "encoder": ["average", "noenc"]},
+                      analyses={"permutation": {"n": 5}}, instances=32, shard_size=32)
     assert launch(path).exit_code == 0
     first, second = cells(path)
     models = tmp_path / "runs" / "g" / "models"
     before = {c.id: (models / c.id / "model.pt").stat().st_mtime_ns for c in (first, second)}
+    part = {c.id: tmp_path / "runs" / "g" / "analyses" / "permutation" / f"cell={c.id}" / "part-00000.parquet"
+            for c in (first, second)}
+    rows_before = {i: (p.stat().st_mtime_ns, p.read_bytes()) for i, p in part.items()}
     forced = CliRunner().invoke(app, ["launch", str(path), "--force", first.id])
     assert forced.exit_code == 0, forced.output
     assert "1 of 2 cells to train" in forced.output
     assert (models / first.id / "model.pt").stat().st_mtime_ns != before[first.id]
     assert (models / second.id / "model.pt").stat().st_mtime_ns == before[second.id]
+    # the retrained model's rows are recomputed from it; the other cell's rows are left alone
+    assert "folders of its analysis rows were removed" in forced.output
+    assert part[first.id].stat().st_mtime_ns != rows_before[first.id][0]
+    assert (part[second.id].stat().st_mtime_ns, part[second.id].read_bytes()) == rows_before[second.id]
     assert len(runs(tmp_path, "g", "tags.`gridlab.kind` = 'cell'")) == 2  # the forced cell kept its run
     unknown = CliRunner().invoke(app, ["launch", str(path), "--force", "abc"])
     assert unknown.exit_code == 1 and "unknown cell id 'abc'" in unknown.stderr

@@ -15,10 +15,8 @@ The sample is deterministic (the same rows give the same heatmaps):
 
 The model is reloaded (`ShardRunner.load`, CPU) and everything shown is recomputed on just those instances:
 attention with `forward_once`, gradient and leave-one-out importance with `gridlab.analyses.importance`, and
-the adversarial attention by J&W's optimisation with the grid's `adversarial` parameters, written here from
-`gridlab.analyses.adversarial`'s public pieces (`initial_logits`, `candidates`, `objective`, `converged`,
-`epsilon`) one instance at a time, as that module's `reference` does (the module returns no distributions).
-Its JSD agrees with the instance's `jsd_eps_max` row up to float rounding; both are shown. Without an
+the adversarial attention by the analysis's own optimisation (`adversarial.optimise`) with the grid's
+`adversarial` parameters, one instance at a time. Its JSD agrees with the instance's `jsd_eps_max` row up to float rounding; both are shown. Without an
 `adversarial` analysis in the grid the adversarial line is left out.
 
 Attention items are the tokens of the prepared test split (`tokens`), which `<sos>`/`<eos>` surround in a
@@ -30,6 +28,7 @@ its value (`title`), and `data-w` holds it exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import itertools
 import math
@@ -41,9 +40,10 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses import adversarial as jw
+from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, decode_many, forward_once, jsd, tvd
 from gridlab.analyses.importance import gradient_importance, leave_one_out
-from gridlab.data.batching import iterate_batches
+from gridlab.data.batching import Batch, Sentences, iterate_batches
 from gridlab.data.catalog import DATASETS
 from gridlab.errors import GridlabError
 from gridlab.models.classifier import Encoded
@@ -220,43 +220,33 @@ def _row(shared: SharedPass, b: int) -> SharedPass:
     """Instance b's part of a shared pass, as a batch of one (h and query detached)."""
     e, keep = shared.encoded, slice(b, b + 1)
     encoded = Encoded(e.h[keep].detach(), e.mask[keep], None if e.query is None else e.query[keep].detach())
-    return SharedPass(shared.batch, encoded, shared.alpha[keep], shared.logits[keep], shared.probs[keep],
-                      shared.pred[keep])
+    return SharedPass(_batch_row(shared.batch, keep), encoded, shared.alpha[keep], shared.logits[keep],
+                      shared.probs[keep], shared.pred[keep])
+
+
+def _batch_row(batch: Batch, keep: slice) -> Batch:
+    """The batch's rows `keep` (its instance ids seed the adversary's starting logits)."""
+    sliced = {}
+    for f in dataclasses.fields(batch):
+        value = getattr(batch, f.name)
+        if isinstance(value, torch.Tensor):
+            value = value[keep]
+        elif isinstance(value, Sentences):
+            value = Sentences(*(t[keep] for t in (value.ids, value.mask, value.doc_mask)))
+        sliced[f.name] = value
+    return Batch(**sliced)
 
 
 def adversarial_attention(model, shared: SharedPass, b: int, cell_id: str, instance_id: int, params) -> Adversary | None:
-    """J&W Algorithm 3 for instance b, as `adversarial.reference`: k candidates from the analysis's starting
-    logits, AMSGrad ascent of the relaxed objective with its early stopping, then the candidate with the
-    largest JSD among those within eps. None for a single-item instance (nothing to move)."""
+    """J&W Algorithm 3 for instance b, with the analysis's own optimisation (`adversarial.optimise`: the same
+    starting logits, steps and early stopping), then the candidate with the largest JSD among those within
+    eps. None for a single-item instance (nothing to move)."""
     one = _row(shared, b)
-    mask = one.encoded.mask  # (1, T)
-    length = int(mask.sum())
-    if length <= 1:
+    if int(one.encoded.mask.sum()) <= 1:
         return None
-    eps = jw.epsilon(params, one)
-    start = torch.zeros(1, params.k, mask.shape[1], dtype=one.encoded.h.dtype)  # (1, k, T)
-    start[0][:, mask[0]] = jw.initial_logits(cell_id, instance_id, params.k, length, params.init_scale).to(start.dtype)
-    logits = start.requires_grad_(True)
-    optimizer = torch.optim.Adam([logits], lr=params.lr, amsgrad=True, maximize=True)
-    rule = jw.convergence_of(params)
-    window, rtol = (rule.window, rule.rtol) if rule else (params.steps + 1, 0.0)  # no rule: never checks
-    total, previous = torch.zeros(1, dtype=start.dtype), torch.full((1,), math.nan, dtype=start.dtype)
-    steps = params.steps
-    for step in range(1, params.steps + 1):
-        with torch.enable_grad():
-            alphas = jw.candidates(logits, mask)  # (1, k, T)
-            value = jw.objective(alphas, decode_many(model, one, alphas), one.alpha, one.probs, eps, params.lam)  # (1,)
-            (logits.grad,) = torch.autograd.grad(value.sum(), logits)
-        optimizer.step()
-        total = total + value.detach()
-        if step % window:
-            continue
-        mean = total / window
-        if bool(jw.converged(previous, mean, rtol).all()):
-            steps = step
-            break
-        previous, total = mean, torch.zeros_like(total)
-    return _select(model, one, logits.detach(), eps, steps)
+    context = AnalysisContext(cell_id, model, one.encoded.h.device, params)
+    logits, steps = jw.optimise(context, one)
+    return _select(model, one, logits, jw.epsilon(params, one), int(steps[0]))
 
 
 @torch.no_grad()
