@@ -22,8 +22,8 @@ WhereOption = Annotated[Optional[list[str]], typer.Option(
 COLUMNS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
 
 
-def load(grid: Path, where: list[str] | None = None) -> ExpandedGrid:
-    expanded = expand(load_grid_file(grid), file=str(grid))
+def load(grid: Path, where: list[str] | None = None, check_data: bool = True) -> ExpandedGrid:
+    expanded = expand(load_grid_file(grid), file=str(grid), check_data=check_data)
     for message in expanded.warnings:
         warn(f"{grid}: {message}")
     return restrict(expanded, where or [])

@@ -81,6 +81,18 @@ def test_report_command_on_a_grid_with_nothing_run(tmp_path: Path, data_dir: Pat
     assert (out / "index.html").is_file()
 
 
+def test_report_needs_the_rows_not_the_datasets(tmp_path: Path):
+    """A report reads Parquet rows: a grid whose data folder is gone (or was never set) still reports."""
+    grid = {"name": "elsewhere", "results_dir": str(tmp_path / "runs"), "data_dir": str(tmp_path / "no-data"),
+            "grid": {"dataset": ["sst"], "encoder": ["average"], "seed": [0]}, "analyses": {"permutation": {}}}
+    path = tmp_path / "elsewhere.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    assert CliRunner().invoke(app, ["validate", str(path)]).exit_code == 2  # training does need the data
+    result = CliRunner().invoke(app, ["report", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "permutation: requested, but no rows yet" in result.output
+
+
 def test_report_command_refuses_an_out_folder_that_is_not_a_report(tmp_path: Path, data_dir: Path):
     path = grid_file(tmp_path, data_dir)
     mine = tmp_path / "mine"
