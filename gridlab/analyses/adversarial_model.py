@@ -52,7 +52,8 @@ from gridlab.analyses.common import EPS, forward_once, instance_seed, jsd, tvd
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.factory import build_model
-from gridlab.training.loop import NonFiniteLoss, hierarchical, make_optimizer
+from gridlab.training import loop
+from gridlab.training.loop import hierarchical, make_optimizer
 
 ID = "adversarial_model"
 VERSION = 1
@@ -117,21 +118,10 @@ def initial_adversary(context: AnalysisContext, data: PreparedDataset, variant: 
 def train_epoch(adversary: nn.Module, context: AnalysisContext, data: PreparedDataset,
                 optimizer: torch.optim.Optimizer, seed: int) -> float:
     """One pass over the training split minimising the mean objective; returns the mean batch loss."""
-    train = context.config.train
-    adversary.train()
-    losses = []
-    for batch in iterate_batches(data.splits["train"], train.batch_size, shuffle=True, seed=seed,
-                                 sentences=hierarchical(adversary), limit=train.max_train):
-        loss = batch_objective(adversary, context.model, batch.to(context.device), context.params.lam).mean()
-        if not torch.isfinite(loss):
-            raise NonFiniteLoss(f"adversary loss became {loss.item()} (epoch seed {seed})")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if train.clip_norm is not None:
-            nn.utils.clip_grad_norm_(adversary.parameters(), train.clip_norm)
-        optimizer.step()
-        losses.append(loss.item())
-    return float(np.mean(losses)) if losses else float("nan")
+    lam = context.params.lam
+    return loop.train_epoch(adversary, data.splits["train"], context.config.train, optimizer, context.device, seed,
+                            loss_of=lambda model, batch: batch_objective(model, context.model, batch, lam).mean(),
+                            what="adversary")
 
 
 @torch.no_grad()

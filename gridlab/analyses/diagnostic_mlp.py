@@ -46,7 +46,7 @@ from gridlab.data.prepare import PreparedDataset
 from gridlab.data.vocab import PAD_ID
 from gridlab.models.attention import Attention, AttentionSpec
 from gridlab.models.projections import uniform
-from gridlab.training.loop import NonFiniteLoss
+from gridlab.training import loop
 
 ID = "diagnostic_mlp"
 VERSION = 1
@@ -109,20 +109,12 @@ def logits_of(mlp: DiagnosticMlp, context: AnalysisContext, variant: str, batch:
 
 def train_epoch(mlp: DiagnosticMlp, context: AnalysisContext, data: PreparedDataset, variant: str,
                 optimizer: torch.optim.Optimizer, seed: int) -> float:
-    train = context.config.train
-    mlp.train()
-    losses = []
-    for batch in iterate_batches(data.splits["train"], train.batch_size, shuffle=True, seed=seed,
-                                 limit=train.max_train):
-        batch = batch.to(context.device)
-        loss = nn.functional.cross_entropy(logits_of(mlp, context, variant, batch), batch.labels)
-        if not torch.isfinite(loss):
-            raise NonFiniteLoss(f"diagnostic MLP loss became {loss.item()} (epoch seed {seed})")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return float(np.mean(losses)) if losses else float("nan")
+    """One pass of cross-entropy training, without gradient clipping (a small model, W&P clip nothing)."""
+    train = context.config.train.model_copy(update={"clip_norm": None})
+    return loop.train_epoch(
+        mlp, data.splits["train"], train, optimizer, context.device, seed,
+        loss_of=lambda model, batch: nn.functional.cross_entropy(logits_of(model, context, variant, batch), batch.labels),
+        what="diagnostic MLP")
 
 
 @torch.no_grad()

@@ -22,7 +22,7 @@ import pyarrow as pa
 import torch
 from torch import nn
 
-from gridlab.data.batching import iterate_batches
+from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.errors import GridlabError
 from gridlab.grid.schema import CellConfig, TrainConfig
@@ -71,15 +71,18 @@ def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimize
 
 
 def train_epoch(model: nn.Module, table: pa.Table, train: TrainConfig, optimizer: torch.optim.Optimizer,
-                device: torch.device, epoch_seed: int) -> float:
+                device: torch.device, epoch_seed: int,
+                loss_of: Callable[[nn.Module, Batch], torch.Tensor] = batch_loss, what: str = "training") -> float:
+    """One shuffled pass minimising `loss_of(model, batch)` (the task loss; the analyses that train models
+    pass their own objective); returns the mean batch loss."""
     model.train()
     losses = []
     for batch in iterate_batches(table, train.batch_size, shuffle=True, seed=epoch_seed,
                                  sentences=hierarchical(model), limit=train.max_train):
         batch = batch.to(device)
-        loss = batch_loss(model, batch)
+        loss = loss_of(model, batch)
         if not torch.isfinite(loss):
-            raise NonFiniteLoss(f"training loss became {loss.item()} (epoch seed {epoch_seed})")
+            raise NonFiniteLoss(f"{what} loss became {loss.item()} (epoch seed {epoch_seed})")
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if train.clip_norm is not None:
