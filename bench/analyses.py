@@ -86,16 +86,33 @@ def _equal_steps(function):
 # multiples of the original's figure except where a row says "vs loop".
 ROWS: dict[str, Row] = {
     "gradient": Row("importance_correlation", _gradient, _gradient_loop, ("1,400", "160"), (1400, 160), "1.5x"),
-    "leave_one_out": Row("importance_correlation", _leave_one_out, _leave_one_out_loop, ("190-220", "2.5-2.9"),
-                         (220, 2.9), "2x rnn; 20x vs loop cnn/avg"),
-    "importance_correlation": _module_row("importance_correlation", original=("~180 (grad+LOO)", "~2.6"),
-                                          fastest=(1 / (1 / 1400 + 1 / 220), 1 / (1 / 160 + 1 / 2.9))),
+    "leave_one_out": Row(
+        "importance_correlation",
+        _leave_one_out,
+        _leave_one_out_loop,
+        ("190-220", "2.5-2.9"),
+        (220, 2.9),
+        "2x rnn; 20x vs loop cnn/avg",
+    ),
+    "importance_correlation": _module_row(
+        "importance_correlation",
+        original=("~180 (grad+LOO)", "~2.6"),
+        fastest=(1 / (1 / 1400 + 1 / 220), 1 / (1 / 160 + 1 / 2.9)),
+    ),
     "permutation": _module_row("permutation", original=("215-320", "52"), fastest=(320, 52), target="20x"),
-    "adversarial": Row("adversarial", _equal_steps(adversarial.run), _equal_steps(adversarial.reference),
-                       ("23-29", "5.4-6.3"), (29, 6.3), "4x (equal steps)", loop_cap=4),
+    "adversarial": Row(
+        "adversarial",
+        _equal_steps(adversarial.run),
+        _equal_steps(adversarial.reference),
+        ("23-29", "5.4-6.3"),
+        (29, 6.3),
+        "4x (equal steps)",
+        loop_cap=4,
+    ),
     "adversarial_stop": _module_row("adversarial", original=("23-29", "5.4-6.3"), loop_cap=4),
-    "erasure_multi": _module_row("erasure_multi", original=("1,900-2,200 per ranking", "92-113 per ranking"),
-                                 target="20x per ranking"),
+    "erasure_multi": _module_row(
+        "erasure_multi", original=("1,900-2,200 per ranking", "92-113 per ranking"), target="20x per ranking"
+    ),
     "erasure_single": _module_row("erasure_single"),
     "sparsity_importance": _module_row("sparsity_importance"),
     "rationale_recovery": _module_row("rationale_recovery"),
@@ -104,8 +121,9 @@ ROWS: dict[str, Row] = {
 
 def model(encoder: str) -> FlatClassifier:
     torch.manual_seed(0)
-    classifier = FlatClassifier(Sizes(VOCAB, 300, 2, 128, 0.0), build_encoder(encoder, 300, 128),
-                                AttentionSpec("additive", "softmax"))
+    classifier = FlatClassifier(
+        Sizes(VOCAB, 300, 2, 128, 0.0), build_encoder(encoder, 300, 128), AttentionSpec("additive", "softmax")
+    )
     with torch.no_grad():
         classifier.attention.context.weight.mul_(10.0)
         classifier.classifier.weight.mul_(30.0)
@@ -118,8 +136,9 @@ def batches(length: int, count: int, batch_size: int = 32):
         n = min(batch_size, count - start)
         ids = torch.randint(4, VOCAB, (n, length), generator=generator).tolist()
         rationale = (torch.rand((n, length), generator=generator) < 0.1).tolist()  # for rationale_recovery
-        yield collate({"instance_id": list(range(start, start + n)), "label": [0] * n, "ids": ids,
-                       "rationale": rationale})
+        yield collate(
+            {"instance_id": list(range(start, start + n)), "label": [0] * n, "ids": ids, "rationale": rationale}
+        )
 
 
 def rate(function, context: AnalysisContext, shared_passes: list[SharedPass], instances: int) -> float:
@@ -132,8 +151,9 @@ def rate(function, context: AnalysisContext, shared_passes: list[SharedPass], in
     return instances / (time.perf_counter() - started)
 
 
-def measure(row: Row, context: AnalysisContext, passes, loop_passes, instances: int, loop_instances: int,
-            repeats: int) -> tuple[float, float]:
+def measure(
+    row: Row, context: AnalysisContext, passes, loop_passes, instances: int, loop_instances: int, repeats: int
+) -> tuple[float, float]:
     """Median inst/s of the batched and the loop variant over `repeats` interleaved rounds."""
     if row.loop_cap is not None and loop_instances > row.loop_cap:
         loop_passes = [_first(loop_passes[0], row.loop_cap)]
@@ -149,8 +169,14 @@ def measure(row: Row, context: AnalysisContext, passes, loop_passes, instances: 
 def _first(shared: SharedPass, n: int) -> SharedPass:
     """The pass of the first n instances of a batch (the loop reference reads its rows one by one)."""
     rows = torch.arange(n, device=shared.alpha.device)
-    batch = replace(shared.batch, **{f.name: getattr(shared.batch, f.name)[rows] for f in fields(shared.batch)
-                                    if isinstance(getattr(shared.batch, f.name), torch.Tensor)})
+    batch = replace(
+        shared.batch,
+        **{
+            f.name: getattr(shared.batch, f.name)[rows]
+            for f in fields(shared.batch)
+            if isinstance(getattr(shared.batch, f.name), torch.Tensor)
+        },
+    )
     e = shared.encoded
     encoded = replace(e, h=e.h[rows], mask=e.mask[rows], query=None if e.query is None else e.query[rows])
     return SharedPass(batch, encoded, shared.alpha[rows], shared.logits[rows], shared.probs[rows], shared.pred[rows])
@@ -161,8 +187,16 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--lengths", type=int, nargs="+", default=[20, 180])
     parser.add_argument("--encoder", default="lstm", choices=ENCODERS)
-    parser.add_argument("--only", "--analyses", dest="analyses", nargs="+", default=list(ROWS), choices=list(ROWS),
-                        metavar="ROW", help=f"rows to measure (default all): {', '.join(ROWS)}")
+    parser.add_argument(
+        "--only",
+        "--analyses",
+        dest="analyses",
+        nargs="+",
+        default=list(ROWS),
+        choices=list(ROWS),
+        metavar="ROW",
+        help=f"rows to measure (default all): {', '.join(ROWS)}",
+    )
     parser.add_argument("--instances", type=int, default=64, help="instances per measurement (batched)")
     parser.add_argument("--loop-instances", type=int, default=16, help="instances for the per-instance loop")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; the table shows medians")
@@ -171,24 +205,32 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     classifier = model(args.encoder).to(device)
-    print(f"device {device}, encoder {args.encoder}, torch threads {args.threads}, "
-          f"median of {args.repeats} interleaved rounds")
-    print(f"{'analysis':22} {'T':>4} {'batched/s':>10} {'loop/s':>9} {'ratio':>7} {'x orig':>7}  "
-          f"{'target':28} original (inst/s, BiLSTM)")
+    print(
+        f"device {device}, encoder {args.encoder}, torch threads {args.threads}, "
+        f"median of {args.repeats} interleaved rounds"
+    )
+    print(
+        f"{'analysis':22} {'T':>4} {'batched/s':>10} {'loop/s':>9} {'ratio':>7} {'x orig':>7}  "
+        f"{'target':28} original (inst/s, BiLSTM)"
+    )
     for length in args.lengths:
         passes = [forward_once(classifier, b.to(device)) for b in batches(length, args.instances)]
         loop_passes = [forward_once(classifier, b.to(device)) for b in batches(length, args.loop_instances)]
         for name in args.analyses:
             row = ROWS[name]
             context = AnalysisContext("bench", classifier, device, ANALYSES[row.params_of].params())
-            batched, loop = measure(row, context, passes, loop_passes, args.instances, args.loop_instances,
-                                    args.repeats)
+            batched, loop = measure(
+                row, context, passes, loop_passes, args.instances, args.loop_instances, args.repeats
+            )
             long = length > 20
             versus = "-"
             if row.fastest is not None and args.encoder == "lstm":
                 versus = f"{batched / row.fastest[long]:.1f}x"
-            print(f"{name:22} {length:>4} {batched:>10.1f} {loop:>9.1f} {batched / loop:>6.1f}x {versus:>7}  "
-                  f"{row.target:28} {row.original[long]}", flush=True)
+            print(
+                f"{name:22} {length:>4} {batched:>10.1f} {loop:>9.1f} {batched / loop:>6.1f}x {versus:>7}  "
+                f"{row.target:28} {row.original[long]}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

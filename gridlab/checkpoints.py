@@ -74,11 +74,13 @@ class ModelStore:
 
     def publish(self, cell_id: str, folder: Path, extra: dict[str, Any]) -> CellFolder:
         """Publish a trained cell from a finished trial's folder, plus `extra` JSON files."""
+
         def fill(staging: Path) -> None:
             for path in folder.iterdir():
                 shutil.copyfile(path, staging / path.name)
             for name, value in extra.items():
                 (staging / name).write_text(json.dumps(value, indent=2, sort_keys=True))
+
         return self._publish(cell_id, fill)
 
     def write_failure(self, cell_id: str, reason: str, config: dict, tracking: dict) -> CellFolder:
@@ -86,6 +88,7 @@ class ModelStore:
             (staging / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
             (staging / "failure.json").write_text(json.dumps({"reason": reason}, indent=2))
             (staging / "tracking.json").write_text(json.dumps(tracking, indent=2, sort_keys=True))
+
         return self._publish(cell_id, fill)
 
     def _publish(self, cell_id: str, fill) -> CellFolder:

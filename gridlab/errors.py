@@ -27,8 +27,7 @@ class GridFileError(GridlabError):
         super().__init__("\n".join(self.lines()))
 
     def lines(self) -> list[str]:
-        return [f"{self.file}: {where}: {what}" if where else f"{self.file}: {what}"
-                for where, what in self.problems]
+        return [f"{self.file}: {where}: {what}" if where else f"{self.file}: {what}" for where, what in self.problems]
 
 
 class DataError(GridlabError):

@@ -40,8 +40,14 @@ def test_valid_against_rays_schema(config: dict):
 def test_ray_prepares_it_without_its_defaults_leaking_in(config: dict, prepared: dict):
     assert prepared["provider"]["type"] == "aws"
     # every command list is ours: an omitted one would bring Ray's defaults (a nightly Ray wheel, a conda env)
-    for key in ("setup_commands", "head_setup_commands", "worker_setup_commands", "head_start_ray_commands",
-                "worker_start_ray_commands", "initialization_commands"):
+    for key in (
+        "setup_commands",
+        "head_setup_commands",
+        "worker_setup_commands",
+        "head_start_ray_commands",
+        "worker_start_ray_commands",
+        "initialization_commands",
+    ):
         assert key in config, key
     assert "ray-wheels" not in json.dumps(prepared) and "anaconda3" not in json.dumps(prepared)
     # prepare_config puts the common setup in front of the head's and workers' own
@@ -86,6 +92,7 @@ def test_every_node_installs_gridlab_with_the_constraints_and_the_right_torch(co
 
 
 def test_every_ray_process_has_the_same_auth_mode(prepared: dict):
-    starts = [c for c in prepared["head_start_ray_commands"] + prepared["worker_start_ray_commands"]
-              if "ray start" in c]
+    starts = [
+        c for c in prepared["head_start_ray_commands"] + prepared["worker_start_ray_commands"] if "ray start" in c
+    ]
     assert len(starts) == 2 and all("RAY_AUTH_MODE=disabled" in c for c in starts)

@@ -25,7 +25,8 @@ n_within_eps = k, steps_run 0, without optimising.
 
 Convergence (per instance, the grid's `stop_window` / `stop_rtol`, 50 and 1e-3 by default; `stop_window: 0`
 turns it off): the objective is averaged over consecutive windows of `stop_window` steps, and after each
-window an instance stops when |mean_w - mean_{w-1}| <= rtol * max(|mean_{w-1}|, 1): a relative change, with an absolute floor for objectives near 0. Window means rather than
+window an instance stops when |mean_w - mean_{w-1}| <= rtol * max(|mean_{w-1}|, 1): a relative change, with an
+absolute floor for objectives near 0. Window means rather than
 single steps because the hinge penalty makes Adam oscillate around TVD = eps. So `steps_run` is a multiple of
 the window, or `steps`. A stopped instance keeps its logits and leaves the optimisation (its rows are dropped
 from the logits and from Adam's moments): later steps only decode the instances still moving, and no
@@ -79,12 +80,14 @@ from gridlab.models.classifier import (
 
 ID = "adversarial"
 VERSION = 1
-SCHEMA = pa.schema([
-    ("jsd_eps_max", pa.float64()),
-    ("tvd_at_jsd", pa.float64()),
-    ("steps_run", pa.int64()),
-    ("n_within_eps", pa.int64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("jsd_eps_max", pa.float64()),
+        ("tvd_at_jsd", pa.float64()),
+        ("steps_run", pa.int64()),
+        ("n_within_eps", pa.int64()),
+    ]
+)
 
 EPS_CLASSIFICATION = 0.01  # J&W §4.2.2
 EPS_PAIR = 0.05  # J&W's QA threshold: a larger output space moves TVD more (their footnote 6)
@@ -131,8 +134,9 @@ def candidates(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.softmax(logits.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
 
 
-def objective(alphas: torch.Tensor, probs: torch.Tensor, alpha: torch.Tensor, original: torch.Tensor, eps: float,
-              lam: float) -> torch.Tensor:
+def objective(
+    alphas: torch.Tensor, probs: torch.Tensor, alpha: torch.Tensor, original: torch.Tensor, eps: float, lam: float
+) -> torch.Tensor:
     """J&W's relaxed Eq. 1 per instance: alphas (B, k, T) with their outputs probs (B, k, C), the model's
     alpha (B, T) and output original (B, C) -> (B,)."""
     k = alphas.shape[1]
@@ -170,9 +174,21 @@ class _AmsGrad:
         self.count += 1
         if self.fused:
             self.steps += 1  # the kernel reads the count; torch.optim.Adam increments it before calling it
-            torch._fused_adam_([self.param], [grad], [self.exp_avg], [self.exp_avg_sq], [self.max_exp_avg_sq],
-                               [self.steps], lr=self.lr, beta1=beta1, beta2=beta2, weight_decay=0.0, eps=ADAM_EPS,
-                               amsgrad=True, maximize=True)
+            torch._fused_adam_(
+                [self.param],
+                [grad],
+                [self.exp_avg],
+                [self.exp_avg_sq],
+                [self.max_exp_avg_sq],
+                [self.steps],
+                lr=self.lr,
+                beta1=beta1,
+                beta2=beta2,
+                weight_decay=0.0,
+                eps=ADAM_EPS,
+                amsgrad=True,
+                maximize=True,
+            )
             return
         step = self.count
         self.exp_avg.lerp_(grad, 1 - beta1)
@@ -186,15 +202,17 @@ class _AmsGrad:
         self.exp_avg_sq, self.max_exp_avg_sq = self.exp_avg_sq[rows], self.max_exp_avg_sq[rows]
 
 
-def run(context: AnalysisContext, shared: SharedPass, *,
-        convergence: Convergence | None | object = FROM_PARAMS) -> dict[str, np.ndarray]:
+def run(
+    context: AnalysisContext, shared: SharedPass, *, convergence: Convergence | None | object = FROM_PARAMS
+) -> dict[str, np.ndarray]:
     """All instances with T > 1 and their k candidates optimised together; see the module docstring."""
     logits, steps_run = optimise(context, shared, convergence=convergence)
     return _columns(context.model, shared, logits, epsilon(context.params, shared), steps_run, context.params.k)
 
 
-def optimise(context: AnalysisContext, shared: SharedPass, *,
-             convergence: Convergence | None | object = FROM_PARAMS) -> tuple[torch.Tensor, torch.Tensor]:
+def optimise(
+    context: AnalysisContext, shared: SharedPass, *, convergence: Convergence | None | object = FROM_PARAMS
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The final candidate logits (B, k, T) (`candidates` turns them into attention) and the Adam steps each
     instance received (B,): the optimisation behind `run`, for callers that want the distributions."""
     params, model = context.params, context.model
@@ -252,8 +270,9 @@ class _Objective:
     def __init__(self, model: AttentionClassifier, shared: SharedPass, eps: float, lam: float, k: int):
         self.model, self.shared, self.eps, self.lam, self.k = model, shared, eps, lam, k
         mask, dtype, device = shared.encoded.mask, shared.encoded.h.dtype, shared.encoded.mask.device
-        self.bias = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(
-            ~mask, float("-inf"))[:, None, :]  # (A, 1, T) -inf off the mask, as `candidates`
+        self.bias = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, float("-inf"))[
+            :, None, :
+        ]  # (A, 1, T) -inf off the mask, as `candidates`
         self.alpha = shared.alpha.to(dtype)[:, None, :]  # (A, 1, T)
         self.original = shared.probs[:, None, :]  # (A, 1, C)
         away = [(i, k) for i in range(k)]  # candidate i against alpha (row k)
@@ -289,8 +308,9 @@ class _Objective:
         half_entropy = (both * logs).sum(-1).mul_(0.5)  # (A, k + 1) 1/2 sum p log p
         m = (both.index_select(1, self.first) + both.index_select(1, self.second)).mul_(0.5)  # (A, P, T)
         log_m = torch.log(m.clamp_min(EPS))
-        divergence = (half_entropy.index_select(1, self.first) + half_entropy.index_select(1, self.second)
-                      - (m * log_m).sum(-1))  # (A, P)
+        divergence = (
+            half_entropy.index_select(1, self.first) + half_entropy.index_select(1, self.second) - (m * log_m).sum(-1)
+        )  # (A, P)
         clamped = divergence.clamp(0.0, LN2)
         weights = self.incidence * (clamped == divergence).to(a.dtype)[:, None, :]  # (A, k, P)
         grad = weights.sum(-1, keepdim=True) * logs[:, :k] - torch.bmm(weights, log_m)  # (A, k, T)
@@ -353,13 +373,15 @@ def _fixed(shared: SharedPass, rows: torch.Tensor) -> SharedPass:
     stays whole: nothing here reads it after the start."""
     e = shared.encoded
     encoded = Encoded(e.h[rows].detach(), e.mask[rows], None if e.query is None else e.query[rows].detach())
-    return SharedPass(shared.batch, encoded, shared.alpha[rows], shared.logits[rows], shared.probs[rows],
-                      shared.pred[rows])
+    return SharedPass(
+        shared.batch, encoded, shared.alpha[rows], shared.logits[rows], shared.probs[rows], shared.pred[rows]
+    )
 
 
 @torch.no_grad()
-def _columns(model: AttentionClassifier, shared: SharedPass, logits: torch.Tensor, eps: float,
-             steps_run: torch.Tensor, k: int) -> dict[str, np.ndarray]:
+def _columns(
+    model: AttentionClassifier, shared: SharedPass, logits: torch.Tensor, eps: float, steps_run: torch.Tensor, k: int
+) -> dict[str, np.ndarray]:
     """Algorithm 3 on the final logits (B, k, T): decode every candidate, keep the most distant within eps."""
     alphas = candidates(logits, shared.encoded.mask)  # (B, k, T)
     tvds = tvd(decode_many(model, shared, alphas), shared.probs[:, None, :]).double()  # (B, k)
@@ -382,8 +404,9 @@ def _columns(model: AttentionClassifier, shared: SharedPass, logits: torch.Tenso
 # ---- reference ------------------------------------------------------------------------------------------
 
 
-def reference(context: AnalysisContext, shared: SharedPass, *,
-              convergence: Convergence | None | object = FROM_PARAMS) -> dict[str, np.ndarray]:
+def reference(
+    context: AnalysisContext, shared: SharedPass, *, convergence: Convergence | None | object = FROM_PARAMS
+) -> dict[str, np.ndarray]:
     """One instance at a time on its own unpadded positions, with its own `torch.optim.Adam`."""
     params = context.params
     if convergence is FROM_PARAMS:
@@ -403,9 +426,15 @@ def reference(context: AnalysisContext, shared: SharedPass, *,
     return {field.name: np.asarray(columns[field.name], dtype=field.type.to_pandas_dtype()) for field in SCHEMA}
 
 
-def _reference_optimise(context: AnalysisContext, shared: SharedPass, b: int, instance_id: int,
-                        positions: torch.Tensor, eps: float,
-                        convergence: Convergence | None) -> tuple[torch.Tensor, int]:
+def _reference_optimise(
+    context: AnalysisContext,
+    shared: SharedPass,
+    b: int,
+    instance_id: int,
+    positions: torch.Tensor,
+    eps: float,
+    convergence: Convergence | None,
+) -> tuple[torch.Tensor, int]:
     """Instance b's final logits (k, T_b) and the number of updates it received."""
     params = context.params
     h = shared.encoded.h[b, positions].detach()  # (T_b, m)
@@ -430,9 +459,16 @@ def _reference_optimise(context: AnalysisContext, shared: SharedPass, b: int, in
     return logits.detach(), params.steps
 
 
-def _reference_objective(model: AttentionClassifier, h: torch.Tensor, query: torch.Tensor | None,
-                         alpha: torch.Tensor, original: torch.Tensor, logits: torch.Tensor, eps: float,
-                         lam: float) -> torch.Tensor:
+def _reference_objective(
+    model: AttentionClassifier,
+    h: torch.Tensor,
+    query: torch.Tensor | None,
+    alpha: torch.Tensor,
+    original: torch.Tensor,
+    logits: torch.Tensor,
+    eps: float,
+    lam: float,
+) -> torch.Tensor:
     """Eq. 1 relaxed, written term by term for one instance: h (T_b, m), logits (k, T_b)."""
     k = len(logits)
     alphas = [torch.softmax(row, dim=-1) for row in logits]
@@ -445,8 +481,9 @@ def _reference_objective(model: AttentionClassifier, h: torch.Tensor, query: tor
 
 
 @torch.no_grad()
-def _reference_select(model: AttentionClassifier, shared: SharedPass, b: int, positions: torch.Tensor,
-                      logits: torch.Tensor, eps: float) -> tuple[float, float, int]:
+def _reference_select(
+    model: AttentionClassifier, shared: SharedPass, b: int, positions: torch.Tensor, logits: torch.Tensor, eps: float
+) -> tuple[float, float, int]:
     """Algorithm 3's loop for instance b: (eps-max JSD, its TVD, candidates within eps)."""
     h = shared.encoded.h[b, positions]  # (T_b, m)
     query = None if shared.encoded.query is None else shared.encoded.query[b : b + 1]
@@ -467,6 +504,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model (J&W Fig. 4-5): the eps-max JSD's mean and median, and the share of instances whose
     adversarial attention is far from the original (JSD > 0.5; the bound is ln 2)."""
     jsd_values = rows["jsd_eps_max"].astype(float)
-    return {"jsd_eps_max_mean": float(jsd_values.mean()), "jsd_eps_max_median": float(jsd_values.median()),
-            "jsd_above_half": float((jsd_values > 0.5).mean()),
-            "steps_run_mean": float(rows["steps_run"].astype(float).mean())}
+    return {
+        "jsd_eps_max_mean": float(jsd_values.mean()),
+        "jsd_eps_max_median": float(jsd_values.median()),
+        "jsd_above_half": float((jsd_values > 0.5).mean()),
+        "steps_run_mean": float(rows["steps_run"].astype(float).mean()),
+    }

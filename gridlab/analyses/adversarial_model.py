@@ -58,18 +58,20 @@ from gridlab.training.loop import hierarchical, make_optimizer
 ID = "adversarial_model"
 VERSION = 1
 SCOPE = "model"
-SCHEMA = pa.schema([
-    ("variant", pa.string()),
-    ("jsd_mean", pa.float64()),  # mean over test instances of JSD(alpha_adv, alpha_base), nats
-    ("jsd_median", pa.float64()),
-    ("tvd_mean", pa.float64()),  # mean TVD(y_adv, y_base) over test instances
-    ("accuracy", pa.float64()),  # the adversary's test accuracy
-    ("base_accuracy", pa.float64()),
-    ("accuracy_delta", pa.float64()),  # accuracy - base_accuracy
-    ("epochs_trained", pa.int64()),
-    ("best_epoch", pa.int64()),  # selected on dev
-    ("instances", pa.int64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("variant", pa.string()),
+        ("jsd_mean", pa.float64()),  # mean over test instances of JSD(alpha_adv, alpha_base), nats
+        ("jsd_median", pa.float64()),
+        ("tvd_mean", pa.float64()),  # mean TVD(y_adv, y_base) over test instances
+        ("accuracy", pa.float64()),  # the adversary's test accuracy
+        ("base_accuracy", pa.float64()),
+        ("accuracy_delta", pa.float64()),  # accuracy - base_accuracy
+        ("epochs_trained", pa.int64()),
+        ("best_epoch", pa.int64()),  # selected on dev
+        ("instances", pa.int64()),
+    ]
+)
 EVAL_BATCH_SIZE = 128
 FROZEN_NUDGE = 0.01  # relative scale of the seeded noise that moves a frozen adversary off the base model
 
@@ -81,8 +83,14 @@ def masked_kl(p: torch.Tensor, q: torch.Tensor, mask: torch.Tensor) -> torch.Ten
     return torch.where(p > 0, terms, 0.0).sum(-1)
 
 
-def objective(adv_probs: torch.Tensor, base_probs: torch.Tensor, adv_alpha: torch.Tensor,
-              base_alpha: torch.Tensor, mask: torch.Tensor, lam: float) -> torch.Tensor:
+def objective(
+    adv_probs: torch.Tensor,
+    base_probs: torch.Tensor,
+    adv_alpha: torch.Tensor,
+    base_alpha: torch.Tensor,
+    mask: torch.Tensor,
+    lam: float,
+) -> torch.Tensor:
     """W&P's per-instance loss TVD(y_adv, y_base) - lam * KL(alpha_adv || alpha_base): (B,)."""
     return tvd(adv_probs, base_probs) - lam * masked_kl(adv_alpha, base_alpha, mask)
 
@@ -115,13 +123,21 @@ def initial_adversary(context: AnalysisContext, data: PreparedDataset, variant: 
     return adversary.to(context.device)
 
 
-def train_epoch(adversary: nn.Module, context: AnalysisContext, data: PreparedDataset,
-                optimizer: torch.optim.Optimizer, seed: int) -> float:
+def train_epoch(
+    adversary: nn.Module, context: AnalysisContext, data: PreparedDataset, optimizer: torch.optim.Optimizer, seed: int
+) -> float:
     """One pass over the training split minimising the mean objective; returns the mean batch loss."""
     lam = context.params.lam
-    return loop.train_epoch(adversary, data.splits["train"], context.config.train, optimizer, context.device, seed,
-                            loss_of=lambda model, batch: batch_objective(model, context.model, batch, lam).mean(),
-                            what="adversary")
+    return loop.train_epoch(
+        adversary,
+        data.splits["train"],
+        context.config.train,
+        optimizer,
+        context.device,
+        seed,
+        loss_of=lambda model, batch: batch_objective(model, context.model, batch, lam).mean(),
+        what="adversary",
+    )
 
 
 @torch.no_grad()
@@ -173,8 +189,13 @@ def compare_on_test(adversary: nn.Module, context: AnalysisContext, data: Prepar
     n = len(jsd_all)
     if n == 0:  # an empty test split: nulls, never NaN
         return dict.fromkeys(("jsd_mean", "jsd_median", "tvd_mean", "accuracy", "base_accuracy"))
-    return {"jsd_mean": float(jsd_all.mean()), "jsd_median": float(np.median(jsd_all)),
-            "tvd_mean": float(tvd_all.mean()), "accuracy": hits / n, "base_accuracy": base_hits / n}
+    return {
+        "jsd_mean": float(jsd_all.mean()),
+        "jsd_median": float(np.median(jsd_all)),
+        "tvd_mean": float(tvd_all.mean()),
+        "accuracy": hits / n,
+        "base_accuracy": base_hits / n,
+    }
 
 
 def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list]:
@@ -183,9 +204,14 @@ def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list
         adversary, epochs_trained, best_epoch = fit_adversary(context, data, variant)
         scores = compare_on_test(adversary, context, data)
         delta = None if scores["accuracy"] is None else scores["accuracy"] - scores["base_accuracy"]
-        row = {"variant": variant, **scores, "accuracy_delta": delta,
-               "epochs_trained": epochs_trained, "best_epoch": best_epoch,
-               "instances": data.splits["test"].num_rows}
+        row = {
+            "variant": variant,
+            **scores,
+            "accuracy_delta": delta,
+            "epochs_trained": epochs_trained,
+            "best_epoch": best_epoch,
+            "instances": data.splits["test"].num_rows,
+        }
         for name, values in columns.items():
             values.append(row[name])
     return columns
@@ -193,5 +219,9 @@ def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     metrics = ("jsd_mean", "jsd_median", "tvd_mean", "accuracy", "accuracy_delta")
-    return {f"{row['variant']}_{m}": float(row[m]) for row in rows.to_dict("records") for m in metrics
-            if row[m] is not None and not pd.isna(row[m])}
+    return {
+        f"{row['variant']}_{m}": float(row[m])
+        for row in rows.to_dict("records")
+        for m in metrics
+        if row[m] is not None and not pd.isna(row[m])
+    }

@@ -26,13 +26,15 @@ from gridlab.models.seq2seq import Seq2Seq, bleu, permute_within_mask
 ID = "attention_ablation"
 VERSION = 1
 SCOPE = "model"
-SCHEMA = pa.schema([
-    ("mode", pa.string()),
-    ("metric", pa.string()),
-    ("value", pa.float64()),
-    ("delta", pa.float64()),  # value - the learned attention's value
-    ("instances", pa.int64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("mode", pa.string()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("delta", pa.float64()),  # value - the learned attention's value
+        ("instances", pa.int64()),
+    ]
+)
 BATCH_SIZE = 64
 
 
@@ -101,8 +103,13 @@ def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list
     else:
         values, metric = _classifier_accuracies(context, data, modes), "accuracy"
     instances = data.splits["test"].num_rows
-    return {"mode": modes, "metric": [metric] * len(modes), "value": [values[m] for m in modes],
-            "delta": [values[m] - values["learned"] for m in modes], "instances": [instances] * len(modes)}
+    return {
+        "mode": modes,
+        "metric": [metric] * len(modes),
+        "value": [values[m] for m in modes],
+        "delta": [values[m] - values["learned"] for m in modes],
+        "instances": [instances] * len(modes),
+    }
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
@@ -121,4 +128,3 @@ def reference_accuracy(context: AnalysisContext, data: PreparedDataset, mode: st
             correct += int(logits.argmax(-1).item() == batch.labels.item())
             total += 1
     return correct / max(total, 1)
-

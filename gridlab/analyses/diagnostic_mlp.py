@@ -51,14 +51,16 @@ from gridlab.training import loop
 ID = "diagnostic_mlp"
 VERSION = 1
 SCOPE = "model"
-SCHEMA = pa.schema([
-    ("variant", pa.string()),
-    ("accuracy", pa.float64()),  # test, at the best dev epoch
-    ("f1_macro", pa.float64()),  # test
-    ("dev_accuracy", pa.float64()),  # the selected epoch's
-    ("best_epoch", pa.int64()),
-    ("instances", pa.int64()),  # test rows
-])
+SCHEMA = pa.schema(
+    [
+        ("variant", pa.string()),
+        ("accuracy", pa.float64()),  # test, at the best dev epoch
+        ("f1_macro", pa.float64()),  # test
+        ("dev_accuracy", pa.float64()),  # the selected epoch's
+        ("best_epoch", pa.int64()),
+        ("instances", pa.int64()),  # test rows
+    ]
+)
 EVAL_BATCH_SIZE = 128
 
 
@@ -98,8 +100,14 @@ def imposed_alpha(context: AnalysisContext, variant: str, batch: Batch) -> torch
 
 def build_mlp(context: AnalysisContext, data: PreparedDataset, variant: str) -> DiagnosticMlp:
     m = context.config.model
-    mlp = DiagnosticMlp(len(data.vocab), m.embedding_dim, context.params.hidden, len(data.label_names),
-                        m.embedding_init_std, learned=variant == "learned")
+    mlp = DiagnosticMlp(
+        len(data.vocab),
+        m.embedding_dim,
+        context.params.hidden,
+        len(data.label_names),
+        m.embedding_init_std,
+        learned=variant == "learned",
+    )
     return mlp.to(context.device)
 
 
@@ -107,19 +115,34 @@ def logits_of(mlp: DiagnosticMlp, context: AnalysisContext, variant: str, batch:
     return mlp(batch.ids, batch.mask, imposed_alpha(context, variant, batch))
 
 
-def train_epoch(mlp: DiagnosticMlp, context: AnalysisContext, data: PreparedDataset, variant: str,
-                optimizer: torch.optim.Optimizer, seed: int) -> float:
+def train_epoch(
+    mlp: DiagnosticMlp,
+    context: AnalysisContext,
+    data: PreparedDataset,
+    variant: str,
+    optimizer: torch.optim.Optimizer,
+    seed: int,
+) -> float:
     """One pass of cross-entropy training, without gradient clipping (a small model, W&P clip nothing)."""
     train = context.config.train.model_copy(update={"clip_norm": None})
     return loop.train_epoch(
-        mlp, data.splits["train"], train, optimizer, context.device, seed,
-        loss_of=lambda model, batch: nn.functional.cross_entropy(logits_of(model, context, variant, batch), batch.labels),
-        what="diagnostic MLP")
+        mlp,
+        data.splits["train"],
+        train,
+        optimizer,
+        context.device,
+        seed,
+        loss_of=lambda model, batch: nn.functional.cross_entropy(
+            logits_of(model, context, variant, batch), batch.labels
+        ),
+        what="diagnostic MLP",
+    )
 
 
 @torch.no_grad()
-def predict(mlp: DiagnosticMlp, context: AnalysisContext, data: PreparedDataset, variant: str,
-            split: str) -> tuple[np.ndarray, np.ndarray]:
+def predict(
+    mlp: DiagnosticMlp, context: AnalysisContext, data: PreparedDataset, variant: str, split: str
+) -> tuple[np.ndarray, np.ndarray]:
     """(labels, predictions) over a split."""
     mlp.eval()
     labels, predictions = [], []
@@ -170,13 +193,22 @@ def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list
     for variant in context.params.variants:
         mlp, dev_accuracy, best_epoch = fit_mlp(context, data, variant)
         labels, predictions = predict(mlp, context, data, variant, "test")
-        row = {"variant": variant, "accuracy": accuracy(labels, predictions), "f1_macro": f1_macro(labels, predictions),
-               "dev_accuracy": dev_accuracy, "best_epoch": best_epoch, "instances": data.splits["test"].num_rows}
+        row = {
+            "variant": variant,
+            "accuracy": accuracy(labels, predictions),
+            "f1_macro": f1_macro(labels, predictions),
+            "dev_accuracy": dev_accuracy,
+            "best_epoch": best_epoch,
+            "instances": data.splits["test"].num_rows,
+        }
         for name, values in columns.items():
             values.append(row[name])
     return columns
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    return {f"{row['variant']}_{metric}": float(row[metric])
-            for row in rows.to_dict("records") for metric in ("accuracy", "f1_macro")}
+    return {
+        f"{row['variant']}_{metric}": float(row[metric])
+        for row in rows.to_dict("records")
+        for metric in ("accuracy", "f1_macro")
+    }

@@ -45,11 +45,13 @@ from gridlab.models.classifier import AttentionClassifier, Encoded
 ID = "erasure_multi"
 VERSION = 1
 RANKINGS = ("attention", "random", "gradient", "grad_x_attention")
-SCHEMA = pa.schema([
-    field
-    for name in (*RANKINGS, "exact")
-    for field in (pa.field(f"removed_{name}", pa.int64()), pa.field(f"frac_{name}", pa.float64()))
-])
+SCHEMA = pa.schema(
+    [
+        field
+        for name in (*RANKINGS, "exact")
+        for field in (pa.field(f"removed_{name}", pa.int64()), pa.field(f"frac_{name}", pa.float64()))
+    ]
+)
 
 # Elements per (rows, max(T, m)) block handed to one decoder call: bounds memory on long documents.
 _BLOCK = 1 << 22
@@ -196,8 +198,9 @@ def _subset_table(length: int, size: int) -> torch.Tensor:
     return torch.zeros(len(chosen), length, dtype=torch.bool).scatter_(1, chosen, True)
 
 
-def _any_subset_flips(model: AttentionClassifier, shared: SharedPass, rows: torch.Tensor, positions: torch.Tensor,
-                      table: torch.Tensor) -> torch.Tensor:
+def _any_subset_flips(
+    model: AttentionClassifier, shared: SharedPass, rows: torch.Tensor, positions: torch.Tensor, table: torch.Tensor
+) -> torch.Tensor:
     """(G,) whether erasing any subset of `table` (S, T_b) of the instances `rows` flips their decision."""
     table = table.to(positions.device)
     group, width = len(rows), shared.encoded.mask.shape[1]
@@ -230,8 +233,9 @@ def _restrict(shared: SharedPass, rows: slice | torch.Tensor) -> SharedPass:
     module reads `batch` before restricting."""
     e = shared.encoded
     encoded = Encoded(e.h[rows], e.mask[rows], None if e.query is None else e.query[rows])
-    return SharedPass(shared.batch, encoded, shared.alpha[rows], shared.logits[rows], shared.probs[rows],
-                      shared.pred[rows])
+    return SharedPass(
+        shared.batch, encoded, shared.alpha[rows], shared.logits[rows], shared.probs[rows], shared.pred[rows]
+    )
 
 
 def _columns(counts: dict[str, torch.Tensor | None], lengths: torch.Tensor) -> dict[str, np.ndarray]:
@@ -248,8 +252,9 @@ def _columns(counts: dict[str, torch.Tensor | None], lengths: torch.Tensor) -> d
 # ---- reference ------------------------------------------------------------------------------------------
 
 
-def _reference_order(cell_id: str, model: AttentionClassifier, shared: SharedPass, b: int, positions: list[int],
-                     name: str) -> list[int]:
+def _reference_order(
+    cell_id: str, model: AttentionClassifier, shared: SharedPass, b: int, positions: list[int], name: str
+) -> list[int]:
     """Instance b's positions, most important first (Python's sort is stable: ties keep position order)."""
     if name == "random":
         return [positions[i] for i in random_order(cell_id, int(shared.batch.instance_ids[b]), len(positions))]
@@ -300,8 +305,9 @@ def _reference_ranking(model: AttentionClassifier, shared: SharedPass, b: int, o
 
 def _reference_exact(model: AttentionClassifier, shared: SharedPass, b: int, positions: list[int]) -> int:
     for size in range(1, len(positions) + 1):
-        alphas = torch.stack([_renormalised(shared.alpha[b], list(subset))
-                              for subset in itertools.combinations(positions, size)])  # (S, T)
+        alphas = torch.stack(
+            [_renormalised(shared.alpha[b], list(subset)) for subset in itertools.combinations(positions, size)]
+        )  # (S, T)
         if (_reference_decode(model, shared, b, alphas) != shared.pred[b]).any():
             return size
     return 0

@@ -31,16 +31,18 @@ from gridlab.analyses.common import SharedPass, decode_many, instance_generator,
 
 ID = "erasure_single"
 VERSION = 1
-SCHEMA = pa.schema([
-    ("js_top", pa.float64()),
-    ("js_rand", pa.float64()),
-    ("delta_js", pa.float64()),
-    ("delta_alpha", pa.float64()),
-    ("flip_top", pa.bool_()),
-    ("flip_rand", pa.bool_()),
-    ("top_index", pa.int64()),
-    ("rand_index", pa.int64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("js_top", pa.float64()),
+        ("js_rand", pa.float64()),
+        ("delta_js", pa.float64()),
+        ("delta_alpha", pa.float64()),
+        ("flip_top", pa.bool_()),
+        ("flip_rand", pa.bool_()),
+        ("top_index", pa.int64()),
+        ("rand_index", pa.int64()),
+    ]
+)
 
 
 def draw_rand_rank(cell_id: str, instance_id: int, length: int, top_rank: int) -> int:
@@ -55,15 +57,20 @@ def _nullable(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return np.where(keep, values.astype(object), None)
 
 
-def _columns(js: np.ndarray, weights: np.ndarray, flips: np.ndarray, ranks: np.ndarray,
-             keep: np.ndarray) -> dict[str, np.ndarray]:
+def _columns(
+    js: np.ndarray, weights: np.ndarray, flips: np.ndarray, ranks: np.ndarray, keep: np.ndarray
+) -> dict[str, np.ndarray]:
     """Per instance (top, rand) pairs, each (B, 2) -> the SCHEMA columns, None where not `keep`."""
     js, weights = js.astype(np.float64), weights.astype(np.float64)
     values = {
-        "js_top": js[:, 0], "js_rand": js[:, 1], "delta_js": js[:, 0] - js[:, 1],
+        "js_top": js[:, 0],
+        "js_rand": js[:, 1],
+        "delta_js": js[:, 0] - js[:, 1],
         "delta_alpha": weights[:, 0] - weights[:, 1],
-        "flip_top": flips[:, 0].astype(bool), "flip_rand": flips[:, 1].astype(bool),
-        "top_index": ranks[:, 0].astype(np.int64), "rand_index": ranks[:, 1].astype(np.int64),
+        "flip_top": flips[:, 0].astype(bool),
+        "flip_rand": flips[:, 1].astype(bool),
+        "top_index": ranks[:, 0].astype(np.int64),
+        "rand_index": ranks[:, 1].astype(np.int64),
     }
     return {name: _nullable(column, keep) for name, column in values.items()}
 
@@ -76,8 +83,10 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     ranks = mask.long().cumsum(-1) - 1  # (B, T) each position's rank among the unmasked ones
     top_rank = ranks.gather(-1, top.unsqueeze(-1)).squeeze(-1)  # (B,)
     rand_rank = torch.tensor(
-        [draw_rand_rank(context.cell_id, instance_id, length, rank) if length >= 2 else rank
-         for instance_id, length, rank in zip(shared.batch.instance_ids.tolist(), lengths, top_rank.tolist())],
+        [
+            draw_rand_rank(context.cell_id, instance_id, length, rank) if length >= 2 else rank
+            for instance_id, length, rank in zip(shared.batch.instance_ids.tolist(), lengths, top_rank.tolist())
+        ],
         device=mask.device,
     )  # (B,): for skipped instances r = i*, computed and then nulled
     rand = (mask & (ranks == rand_rank.unsqueeze(-1))).long().argmax(-1)  # (B,) position of that rank
@@ -129,6 +138,10 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
     kept = rows.dropna(subset=["flip_top"])
     top, rand = kept["flip_top"].astype(bool), kept["flip_rand"].astype(bool)
     n = max(len(kept), 1)
-    return {"flip_top_only": float((top & ~rand).sum() / n), "flip_rand_only": float((~top & rand).sum() / n),
-            "flip_both": float((top & rand).sum() / n), "flip_neither": float((~top & ~rand).sum() / n),
-            "delta_js_negative": float((kept["delta_js"].astype(float) < 0).sum() / n)}
+    return {
+        "flip_top_only": float((top & ~rand).sum() / n),
+        "flip_rand_only": float((~top & rand).sum() / n),
+        "flip_both": float((top & rand).sum() / n),
+        "flip_neither": float((~top & ~rand).sum() / n),
+        "delta_js_negative": float((kept["delta_js"].astype(float) < 0).sum() / n),
+    }

@@ -28,7 +28,18 @@ from gridlab.analyses import (
 
 IMPLEMENTATIONS: dict[str, ModuleType] = {
     module.ID: module
-    for module in (importance_correlation, permutation, adversarial, erasure_single, erasure_multi,
-                   sparsity_importance, attention_ablation, layer_permutation, rationale_recovery,
-                   adversarial_model, diagnostic_mlp, seed_variance)
+    for module in (
+        importance_correlation,
+        permutation,
+        adversarial,
+        erasure_single,
+        erasure_multi,
+        sparsity_importance,
+        attention_ablation,
+        layer_permutation,
+        rationale_recovery,
+        adversarial_model,
+        diagnostic_mlp,
+        seed_variance,
+    )
 }

@@ -161,17 +161,20 @@ class _LstmBackward:
         reverse, inside = (lengths - 1 - slots).clamp_min(0), slots < lengths  # (B, Tw) each
         names = [(f"weight_ih_l0{x}", f"weight_hh_l0{x}", f"bias_ih_l0{x}", f"bias_hh_l0{x}") for x in ("", "_reverse")]
         w_ih, w_hh = (torch.stack([getattr(rnn, n[k]) for n in names]) for k in (0, 1))  # (2, 4H, d), (2, 4H, H)
-        bias = torch.stack([getattr(rnn, n[2]) + getattr(rnn, n[3]) if rnn.bias else w_ih.new_zeros(w_ih.shape[1])
-                            for n in names])  # (2, 4H)
+        bias = torch.stack(
+            [getattr(rnn, n[2]) + getattr(rnn, n[3]) if rnn.bias else w_ih.new_zeros(w_ih.shape[1]) for n in names]
+        )  # (2, 4H)
         h = shared.encoded.h  # (B, Tw, 2H) forward | backward, zero past each row
         hidden = h.shape[-1] // 2
         # each direction in its reading order, step-major, with h_{t-1} (0 before the first step): (2, Tw + 1, B, H)
         h_before = h.new_zeros(2, tw + 1, b, hidden)
         h_before[0, 1:] = h[..., :hidden].transpose(0, 1)
-        h_before[1, 1:] = (h[..., hidden:].gather(1, reverse[..., None].expand(-1, -1, hidden))
-                           * inside[..., None]).transpose(0, 1)
-        x_read = torch.stack([embedded.transpose(0, 1), embedded.gather(1, reverse[..., None].expand_as(embedded))
-                              .transpose(0, 1)])  # (2, Tw, B, d)
+        h_before[1, 1:] = (
+            h[..., hidden:].gather(1, reverse[..., None].expand(-1, -1, hidden)) * inside[..., None]
+        ).transpose(0, 1)
+        x_read = torch.stack(
+            [embedded.transpose(0, 1), embedded.gather(1, reverse[..., None].expand_as(embedded)).transpose(0, 1)]
+        )  # (2, Tw, B, d)
         projections = torch.bmm(x_read.reshape(2, tw * b, d), w_ih.transpose(1, 2))  # (2, Tw*B, 4H) W_ih e
         z = torch.baddbmm(bias[:, None, :], h_before[:, :-1].reshape(2, tw * b, hidden), w_hh.transpose(1, 2))
         z = z.add_(projections).reshape(2, tw, b, -1)  # (2, Tw, B, 4H)
@@ -243,8 +246,9 @@ def _lstm_backward(z: torch.Tensor, seeds: torch.Tensor, w_hh: torch.Tensor) -> 
 # ---- leave-one-out --------------------------------------------------------------------------------------
 
 
-def leave_one_out(model: AttentionClassifier, batch: Batch, shared: SharedPass,
-                  chunk_elements: int = LOO_CHUNK_ELEMENTS) -> torch.Tensor:
+def leave_one_out(
+    model: AttentionClassifier, batch: Batch, shared: SharedPass, chunk_elements: int = LOO_CHUNK_ELEMENTS
+) -> torch.Tensor:
     """(B, T) d_t = TVD(y(x_-t), y(x)) per attention item, 0 outside `shared.encoded.mask`."""
     probs = leave_one_out_probs(model, batch, shared, chunk_elements)  # (B, T, C)
     return tvd_beside(probs, shared.probs[:, None, :], shared.pred) * shared.encoded.mask
@@ -264,8 +268,9 @@ def tvd_beside(p: torch.Tensor, q: torch.Tensor, dominant: torch.Tensor) -> torc
 
 
 @torch.no_grad()
-def leave_one_out_probs(model: AttentionClassifier, batch: Batch, shared: SharedPass,
-                        chunk_elements: int = LOO_CHUNK_ELEMENTS) -> torch.Tensor:
+def leave_one_out_probs(
+    model: AttentionClassifier, batch: Batch, shared: SharedPass, chunk_elements: int = LOO_CHUNK_ELEMENTS
+) -> torch.Tensor:
     """(B, T, C) the output distribution with item t deleted, 0 outside `shared.encoded.mask`.
 
     Deleting any token of a run of equal tokens leaves the same sequence: only the run's first is computed
@@ -324,17 +329,28 @@ def deleted_batch(batch: Batch, rows: torch.Tensor, index: torch.Tensor) -> Batc
     take = rows[:, None], index  # advanced indexing: (n, width) without materialising the (n, T) rows first
     query = {}
     if batch.query_ids is not None:
-        query = {"query_ids": batch.query_ids[rows], "query_mask": batch.query_mask[rows],
-                 "query_lengths": batch.query_lengths[rows]}
+        query = {
+            "query_ids": batch.query_ids[rows],
+            "query_mask": batch.query_mask[rows],
+            "query_lengths": batch.query_lengths[rows],
+        }
     common = dict(labels=batch.labels[rows], instance_ids=batch.instance_ids[rows], **query)
     if batch.sentences is not None:
         s = batch.sentences
-        sentences = Sentences(with_pad_slot(s.ids, PAD_ID)[take], with_pad_slot(s.mask, False)[take],
-                              with_pad_slot(s.doc_mask, False)[take])  # (n, width, W), (n, width, W), (n, width)
-        return Batch(ids=batch.ids[rows], mask=batch.mask[rows], lengths=batch.lengths[rows],
-                     sentences=sentences, **common)
-    return Batch(ids=with_pad_slot(batch.ids, PAD_ID)[take], mask=with_pad_slot(batch.mask, False)[take],
-                 lengths=batch.lengths[rows] - 1, **common)
+        sentences = Sentences(
+            with_pad_slot(s.ids, PAD_ID)[take],
+            with_pad_slot(s.mask, False)[take],
+            with_pad_slot(s.doc_mask, False)[take],
+        )  # (n, width, W), (n, width, W), (n, width)
+        return Batch(
+            ids=batch.ids[rows], mask=batch.mask[rows], lengths=batch.lengths[rows], sentences=sentences, **common
+        )
+    return Batch(
+        ids=with_pad_slot(batch.ids, PAD_ID)[take],
+        mask=with_pad_slot(batch.mask, False)[take],
+        lengths=batch.lengths[rows] - 1,
+        **common,
+    )
 
 
 def _extents(batch: Batch) -> torch.Tensor:
@@ -365,12 +381,23 @@ def _is_local(model: AttentionClassifier) -> bool:
     if isinstance(encoder, (Average, Identity)):
         return True
     return isinstance(encoder, Convolutional) and all(
-        conv.kernel_size[0] % 2 == 1 and conv.padding == (conv.kernel_size[0] // 2,) and conv.stride == (1,)
-        and conv.dilation == (1,) and conv.groups == 1 for conv in encoder.convs)
+        conv.kernel_size[0] % 2 == 1
+        and conv.padding == (conv.kernel_size[0] // 2,)
+        and conv.stride == (1,)
+        and conv.dilation == (1,)
+        and conv.groups == 1
+        for conv in encoder.convs
+    )
 
 
-def _local_probs(model: AttentionClassifier, batch: Batch, shared: SharedPass, todo: torch.Tensor,
-                 chunk_elements: int, out: torch.Tensor) -> None:
+def _local_probs(
+    model: AttentionClassifier,
+    batch: Batch,
+    shared: SharedPass,
+    todo: torch.Tensor,
+    chunk_elements: int,
+    out: torch.Tensor,
+) -> None:
     """Fill out (B, T, C) at the deletions `todo` (B, T) with their outputs for a local premise encoder, every
     gap of a row at once: tensors (b, T, W) over rows, gaps and shortened slots. Rows go in groups of at most
     `chunk_elements` activations (b * T times the widest of W, m and a CNN kernel's k + 1 partial sums).
@@ -389,16 +416,22 @@ def _local_probs(model: AttentionClassifier, batch: Batch, shared: SharedPass, t
     group = max(1, chunk_elements // (tw * max(tw, encoded.h.shape[-1], *sums)))
     for first in range(0, encoded.mask.shape[0], group):
         part = slice(first, first + group)
-        context = _local_contexts(model, batch.ids[part], encoded.h[part], encoded.mask[part],
-                                  None if encoded.query is None else encoded.query[part])  # (b, T, m)
+        context = _local_contexts(
+            model,
+            batch.ids[part],
+            encoded.h[part],
+            encoded.mask[part],
+            None if encoded.query is None else encoded.query[part],
+        )  # (b, T, m)
         chosen = (rows >= first) & (rows < first + group)
         r, t = rows[chosen], positions[chosen]
         query = None if encoded.query is None else encoded.query[r]
         out[r, t] = torch.softmax(model.output(context[r - first, t], query), dim=-1).to(out.dtype)
 
 
-def _local_contexts(model: AttentionClassifier, ids: torch.Tensor, h: torch.Tensor, mask: torch.Tensor,
-                    query: torch.Tensor | None) -> torch.Tensor:
+def _local_contexts(
+    model: AttentionClassifier, ids: torch.Tensor, h: torch.Tensor, mask: torch.Tensor, query: torch.Tensor | None
+) -> torch.Tensor:
     """(b, T, m) the context vector after deleting slot t of row b, for every t (only the masked ones are
     meaningful): h (b, T, m) and mask (b, T) of the full pass."""
     attention, (b, tw) = model.attention, mask.shape
@@ -523,8 +556,12 @@ class _RecurrentStates:
         reverse = (lengths[:, None] - 1 - slots[None, :]).clamp_min(0)  # (B, Tw) position read at each slot
         hidden = h.shape[-1] // 2
         forward = _direction(rnn, "", x, h[..., :hidden])
-        backward = _direction(rnn, "_reverse", x.gather(1, reverse[..., None].expand_as(x)),
-                              h[..., hidden:].gather(1, reverse[..., None].expand(-1, -1, hidden)))
+        backward = _direction(
+            rnn,
+            "_reverse",
+            x.gather(1, reverse[..., None].expand_as(x)),
+            h[..., hidden:].gather(1, reverse[..., None].expand(-1, -1, hidden)),
+        )
         return _RecurrentStates(forward, backward, lengths)
 
 
@@ -556,8 +593,9 @@ def _direction(rnn: nn.RNNBase, suffix: str, x: torch.Tensor, h: torch.Tensor) -
         for p in range(1, width):
             torch.addcmul(u[p], f[p], cs[p - 1], out=cs[p])
     flat = width * b  # time-major: slot p of row b is p * B + b
-    return _Direction(gates.reshape(flat, -1), hs.reshape(flat, hidden),
-                      None if cs is None else cs.reshape(flat, hidden), step, width)
+    return _Direction(
+        gates.reshape(flat, -1), hs.reshape(flat, hidden), None if cs is None else cs.reshape(flat, hidden), step, width
+    )
 
 
 def _lstm_weights(rnn: nn.LSTM, suffix: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -566,16 +604,20 @@ def _lstm_weights(rnn: nn.LSTM, suffix: str) -> tuple[torch.Tensor, torch.Tensor
     runs several times slower than on contiguous memory). Both biases sit outside the recurrence."""
     w_ih, w_hh = getattr(rnn, f"weight_ih_l0{suffix}"), getattr(rnn, f"weight_hh_l0{suffix}")
     hidden = w_hh.shape[1]
-    order = torch.cat([torch.arange(0, 2 * hidden), torch.arange(3 * hidden, 4 * hidden),
-                       torch.arange(2 * hidden, 3 * hidden)]).to(w_ih.device)
+    order = torch.cat(
+        [torch.arange(0, 2 * hidden), torch.arange(3 * hidden, 4 * hidden), torch.arange(2 * hidden, 3 * hidden)]
+    ).to(w_ih.device)
     scale = torch.ones(4 * hidden, dtype=w_ih.dtype, device=w_ih.device)
     scale[3 * hidden :] = 2.0
     if rnn.bias:
         bias = getattr(rnn, f"bias_ih_l0{suffix}") + getattr(rnn, f"bias_hh_l0{suffix}")
     else:
         bias = w_ih.new_zeros(4 * hidden)
-    return ((w_ih[order] * scale[:, None]).detach(), (w_hh[order] * scale[:, None]).detach(),
-            (bias[order] * scale).detach())
+    return (
+        (w_ih[order] * scale[:, None]).detach(),
+        (w_hh[order] * scale[:, None]).detach(),
+        (bias[order] * scale).detach(),
+    )
 
 
 def _lstm_step(w_hh_t: torch.Tensor, hidden: int) -> Callable:
@@ -606,8 +648,14 @@ def _gru_step(w_hh_t: torch.Tensor, b_hh: torch.Tensor | None, hidden: int) -> C
     return step
 
 
-def _recurrent_probs(model: AttentionClassifier, shared: SharedPass, states: _RecurrentStates, todo: torch.Tensor,
-                     chunk_elements: int, out: torch.Tensor) -> None:
+def _recurrent_probs(
+    model: AttentionClassifier,
+    shared: SharedPass,
+    states: _RecurrentStates,
+    todo: torch.Tensor,
+    chunk_elements: int,
+    out: torch.Tensor,
+) -> None:
     """Fill out (B, T, C) at the deletions `todo` (B, T) with their outputs for a recurrent premise encoder.
 
     Deletions are taken gap-major (every row's position t, then t + 1, ...), so a group's forward runs are
@@ -631,9 +679,16 @@ def _recurrent_probs(model: AttentionClassifier, shared: SharedPass, states: _Re
             out[r[part], t[part]] = torch.softmax(logits, dim=-1).to(out.dtype)
 
 
-def _recurrent_logits(model: AttentionClassifier, shared: SharedPass, forward: _Resumed, backward: _Resumed,
-                      rows: torch.Tensor, positions: torch.Tensor, lengths: torch.Tensor,
-                      part: slice) -> torch.Tensor:
+def _recurrent_logits(
+    model: AttentionClassifier,
+    shared: SharedPass,
+    forward: _Resumed,
+    backward: _Resumed,
+    rows: torch.Tensor,
+    positions: torch.Tensor,
+    lengths: torch.Tensor,
+    part: slice,
+) -> torch.Tensor:
     """(n, C) logits of the deletions `part` of a group: h assembled as `Recurrent.forward` returns it
     (forward | backward, zero past the shortened length), then attention and the decoder."""
     width = int(lengths.max()) - 1  # the shortened rows
@@ -689,6 +744,7 @@ class _Resumed:
         index = torch.where(slots < gaps, before, after)
         index = torch.where((slots < 0) | (slots > lengths - 2), len(self.table) - 1, index)  # padding
         torch.index_select(self.table, 0, index.reshape(-1), out=out)
+
 
 # ---- reference: one instance at a time, rebuilt with `collate` --------------------------------------------
 
@@ -754,8 +810,11 @@ def without_item(rows: dict[str, list], t: int) -> dict[str, list]:
     bounds = [*rows["sentence_starts"][0], len(ids)]
     sentences = [ids[start:stop] for start, stop in itertools.pairwise(bounds)]
     kept = sentences[:t] + sentences[t + 1 :]
-    return {**rows, "ids": [[token for sentence in kept for token in sentence]],
-            "sentence_starts": [_starts([len(sentence) for sentence in kept])]}
+    return {
+        **rows,
+        "ids": [[token for sentence in kept for token in sentence]],
+        "sentence_starts": [_starts([len(sentence) for sentence in kept])],
+    }
 
 
 def _starts(sizes: list[int]) -> list[int]:

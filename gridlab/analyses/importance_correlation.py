@@ -44,12 +44,14 @@ from gridlab.analyses.importance import (
 
 ID = "importance_correlation"
 VERSION = 1
-SCHEMA = pa.schema([
-    ("tau_g", pa.float64()),
-    ("p_g", pa.float64()),
-    ("tau_loo", pa.float64()),
-    ("p_loo", pa.float64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("tau_g", pa.float64()),
+        ("p_g", pa.float64()),
+        ("tau_loo", pa.float64()),
+        ("p_loo", pa.float64()),
+    ]
+)
 
 
 def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
@@ -66,8 +68,9 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
     return correlation_columns(shared.alpha, shared.encoded.mask, g, d)
 
 
-def correlation_columns(alpha: torch.Tensor, mask: torch.Tensor, g: torch.Tensor,
-                        d: torch.Tensor) -> dict[str, np.ndarray]:
+def correlation_columns(
+    alpha: torch.Tensor, mask: torch.Tensor, g: torch.Tensor, d: torch.Tensor
+) -> dict[str, np.ndarray]:
     """alpha, g, d (B, T) and mask (B, T) -> the SCHEMA columns, each a (B,) object array of floats and None."""
     rows = []
     for weights, present, gradient, loo in zip(_numpy(alpha), mask.cpu().numpy(), _numpy(g), _numpy(d)):

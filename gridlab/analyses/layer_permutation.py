@@ -28,12 +28,14 @@ from gridlab.models.transformer import TransformerEncoder
 ID = "layer_permutation"
 VERSION = 1
 SCOPE = "model"
-SCHEMA = pa.schema([
-    ("layers_permuted", pa.int64()),
-    ("accuracy", pa.float64()),
-    ("delta", pa.float64()),  # accuracy - the unpermuted model's
-    ("instances", pa.int64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("layers_permuted", pa.int64()),
+        ("accuracy", pa.float64()),
+        ("delta", pa.float64()),  # accuracy - the unpermuted model's
+        ("instances", pa.int64()),
+    ]
+)
 BATCH_SIZE = 64
 
 
@@ -91,8 +93,12 @@ def _accuracy(context: AnalysisContext, data: PreparedDataset, layers: int, batc
 def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list]:
     depth = len(self_attention(context.model).layers)
     accuracies = [_accuracy(context, data, k, BATCH_SIZE) for k in range(depth + 1)]
-    return {"layers_permuted": list(range(depth + 1)), "accuracy": accuracies,
-            "delta": [a - accuracies[0] for a in accuracies], "instances": [data.splits["test"].num_rows] * (depth + 1)}
+    return {
+        "layers_permuted": list(range(depth + 1)),
+        "accuracy": accuracies,
+        "delta": [a - accuracies[0] for a in accuracies],
+        "instances": [data.splits["test"].num_rows] * (depth + 1),
+    }
 
 
 def reference_accuracy(context: AnalysisContext, data: PreparedDataset, layers: int) -> float:

@@ -27,11 +27,13 @@ from gridlab.analyses.common import SharedPass, decode_many, instance_generator,
 
 ID = "permutation"
 VERSION = 1
-SCHEMA = pa.schema([
-    ("tvd_median", pa.float64()),
-    ("tvd_mean", pa.float64()),
-    ("tvd_max", pa.float64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("tvd_median", pa.float64()),
+        ("tvd_mean", pa.float64()),
+        ("tvd_max", pa.float64()),
+    ]
+)
 
 # Elements of the permuted alphas plus their contexts in one decoder call: bounds memory for long documents
 # (B = 32, n = 100, T = 2500 would otherwise be 8M alphas at once) while short batches decode in one call.
@@ -128,6 +130,8 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model: J&W Fig. 3's quantity (median TVD under permutation), its spread and worst case."""
-    return {"tvd_median_median": float(rows["tvd_median"].median()),
-            "tvd_median_mean": float(rows["tvd_median"].mean()),
-            "tvd_max_max": float(rows["tvd_max"].max())}
+    return {
+        "tvd_median_median": float(rows["tvd_median"].median()),
+        "tvd_median_mean": float(rows["tvd_median"].mean()),
+        "tvd_max_max": float(rows["tvd_max"].max()),
+    }

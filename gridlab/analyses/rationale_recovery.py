@@ -63,13 +63,20 @@ from gridlab.analyses.importance import (
 ID = "rationale_recovery"
 VERSION = 1
 RANKINGS = ("attention", "gradient", "grad_x_attention", "leave_one_out")
-SCHEMA = pa.schema([
-    *(field
-      for name in RANKINGS
-      for field in (pa.field(f"auc_{name}", pa.float64()), pa.field(f"precision_at_k_{name}", pa.list_(pa.float64())))),
-    pa.field("ks", pa.list_(pa.int64())),
-    pa.field("rationale_tokens", pa.int64()),
-])
+SCHEMA = pa.schema(
+    [
+        *(
+            field
+            for name in RANKINGS
+            for field in (
+                pa.field(f"auc_{name}", pa.float64()),
+                pa.field(f"precision_at_k_{name}", pa.list_(pa.float64())),
+            )
+        ),
+        pa.field("ks", pa.list_(pa.int64())),
+        pa.field("rationale_tokens", pa.int64()),
+    ]
+)
 
 _NEEDS_GRADIENT = frozenset({"gradient", "grad_x_attention"})
 
@@ -107,9 +114,12 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
     d = reference_leave_one_out(context.model, shared) if "leave_one_out" in rankings else None
     columns = {}
     for name, scores in ranking_scores(rankings, shared.alpha, g, d).items():
-        per_instance = [reference_recovery_metrics(row[present], flags[present], ks)
-                        for row, flags, present in zip(scores.detach().double().cpu().numpy(),
-                                                       rationale.cpu().numpy(), mask.cpu().numpy())]
+        per_instance = [
+            reference_recovery_metrics(row[present], flags[present], ks)
+            for row, flags, present in zip(
+                scores.detach().double().cpu().numpy(), rationale.cpu().numpy(), mask.cpu().numpy()
+            )
+        ]
         columns[f"auc_{name}"] = [auc for auc, _ in per_instance]
         columns[f"precision_at_k_{name}"] = [precision for _, precision in per_instance]
     return _columns(columns, ks, rationale.sum(-1))
@@ -118,11 +128,16 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
 # ---- scores and rationale -------------------------------------------------------------------------------
 
 
-def ranking_scores(rankings: list[str], alpha: torch.Tensor, g: torch.Tensor | None,
-                   d: torch.Tensor | None) -> dict[str, torch.Tensor]:
+def ranking_scores(
+    rankings: list[str], alpha: torch.Tensor, g: torch.Tensor | None, d: torch.Tensor | None
+) -> dict[str, torch.Tensor]:
     """The (B, T) scores of each requested ranking, higher = more important: alpha, g, g * alpha, d."""
-    every = {"attention": alpha, "gradient": g, "grad_x_attention": None if g is None else g * alpha,
-             "leave_one_out": d}
+    every = {
+        "attention": alpha,
+        "gradient": g,
+        "grad_x_attention": None if g is None else g * alpha,
+        "leave_one_out": d,
+    }
     return {name: every[name] for name in rankings}
 
 
@@ -131,8 +146,10 @@ def item_rationale(shared: SharedPass) -> torch.Tensor:
     at least one rationale word). Raises ValueError when the batch has no rationale."""
     batch = shared.batch
     if batch.rationale is None:
-        raise ValueError(f"{ID} needs rationale annotations, but the batch has none "
-                         "(the dataset has no rationales, or its split table lacks the `rationale` column)")
+        raise ValueError(
+            f"{ID} needs rationale annotations, but the batch has none "
+            "(the dataset has no rationales, or its split table lacks the `rationale` column)"
+        )
     if batch.sentences is None:
         return batch.rationale & shared.encoded.mask
     # The sentences' words are the document's tokens in order (collate splits `ids` at sentence_starts), so
@@ -145,8 +162,9 @@ def item_rationale(shared: SharedPass) -> torch.Tensor:
 # ---- metrics, batched -----------------------------------------------------------------------------------
 
 
-def recovery_metrics(scores: torch.Tensor, mask: torch.Tensor, rationale: torch.Tensor,
-                     ks: list[int]) -> RecoveryMetrics:
+def recovery_metrics(
+    scores: torch.Tensor, mask: torch.Tensor, rationale: torch.Tensor, ks: list[int]
+) -> RecoveryMetrics:
     """AUC and precision@k of scores (B, T) against rationale (B, T) over the items of mask (B, T).
 
     One stable ascending sort of -scores (masked items +inf, so last) orders every row by descending score,
@@ -177,8 +195,9 @@ def recovery_metrics(scores: torch.Tensor, mask: torch.Tensor, rationale: torch.
 # ---- metrics, one instance (the oracle) -----------------------------------------------------------------
 
 
-def reference_recovery_metrics(scores: np.ndarray, flags: np.ndarray,
-                               ks: list[int]) -> tuple[float | None, list[float] | None]:
+def reference_recovery_metrics(
+    scores: np.ndarray, flags: np.ndarray, ks: list[int]
+) -> tuple[float | None, list[float] | None]:
     """(AUC, [precision@k for k in ks]) of one instance's item scores (T,) against its flags (T,) bool."""
     items, p = len(scores), int(flags.sum())
     if p == 0 or not np.isfinite(scores).all():

@@ -46,8 +46,12 @@ class AdversarialParams(Params):
     eps: float | None = Field(None, gt=0, description="TVD budget; default 0.01 (classification), 0.05 (QA)")
     lam: float = Field(500.0, ge=0, description="weight of the TVD penalty (J&W: 500)")
     init_scale: float = Field(3.0, ge=0, description="logits start at log(uniform) + init_scale * N(0, 1)")
-    stop_window: int = Field(50, ge=0, description="early stopping: objective window means compared every "
-                                                   "stop_window steps; 0 runs every instance for all steps")
+    stop_window: int = Field(
+        50,
+        ge=0,
+        description="early stopping: objective window means compared every "
+        "stop_window steps; 0 runs every instance for all steps",
+    )
     stop_rtol: float = Field(1e-3, gt=0, description="an instance stops when its window mean moves by <= stop_rtol")
 
 
@@ -78,8 +82,10 @@ class AdversarialModelParams(Params):
 
 class DiagnosticMlpParams(Params):
     variants: list[Literal["uniform", "learned", "base"]] = Field(
-        default_factory=lambda: ["uniform", "learned", "base"], min_length=1,
-        description="how the MLP weighs its tokens: uniformly, by its own trained attention, by the model's frozen one")
+        default_factory=lambda: ["uniform", "learned", "base"],
+        min_length=1,
+        description="how the MLP weighs its tokens: uniformly, by its own trained attention, by the model's frozen one",
+    )
     hidden: int = Field(64, ge=1, description="hidden size of W&P's diagnostic MLP")
     epochs: int = Field(8, ge=1)
 
@@ -119,30 +125,99 @@ class AnalysisInfo:
 ANALYSES: dict[str, AnalysisInfo] = {
     info.id: info
     for info in [
-        AnalysisInfo("importance_correlation", "Kendall tau of attention with gradient and leave-one-out (J&W §4.1)",
-                     NoParams, "instance", _classification, "a classifier"),
-        AnalysisInfo("permutation", "output change under permuted attention (J&W §4.2.1)",
-                     PermutationParams, "instance", _classification, "a classifier"),
-        AnalysisInfo("adversarial", "maximally different attention with the same output (J&W §4.2.2)",
-                     AdversarialParams, "instance", _classification, "a classifier"),
-        AnalysisInfo("erasure_single", "erasing the top vs a random attention weight (S&S §4)",
-                     NoParams, "instance", _classification, "a classifier"),
-        AnalysisInfo("erasure_multi", "weights erased until the decision flips, per ranking (S&S §5)",
-                     ErasureMultiParams, "instance", _classification, "a classifier"),
-        AnalysisInfo("attention_ablation", "accuracy with uniform, random, permuted attention (Vashishth §4.1)",
-                     AttentionAblationParams, "model"),
-        AnalysisInfo("sparsity_importance", "entropy and tau of normalised importance (Meister §3-4)",
-                     NoParams, "instance", _classification, "a classifier"),
-        AnalysisInfo("adversarial_model", "an adversary model with diverging attention (W&P)",
-                     AdversarialModelParams, "model", _classification, "a classifier"),
-        AnalysisInfo("layer_permutation", "accuracy with self-attention layers 1..k permuted (Vashishth §4.3)",
-                     NoParams, "model", lambda cell: cell["encoder"] == "transformer", "encoder transformer"),
-        AnalysisInfo("seed_variance", "attention JSD between models that differ only in seed (W&P)",
-                     NoParams, "grid", _classification, "a classifier"),
-        AnalysisInfo("diagnostic_mlp", "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
-                     DiagnosticMlpParams, "model", lambda cell: cell["architecture"] == "flat", "architecture flat"),
-        AnalysisInfo("rationale_recovery", "precision@k and AUC of rankings against true rationales",
-                     RationaleRecoveryParams, "instance",
-                     lambda cell: DATASETS[cell["dataset"]].has_rationales, "a dataset with rationales"),
+        AnalysisInfo(
+            "importance_correlation",
+            "Kendall tau of attention with gradient and leave-one-out (J&W §4.1)",
+            NoParams,
+            "instance",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
+            "permutation",
+            "output change under permuted attention (J&W §4.2.1)",
+            PermutationParams,
+            "instance",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
+            "adversarial",
+            "maximally different attention with the same output (J&W §4.2.2)",
+            AdversarialParams,
+            "instance",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
+            "erasure_single",
+            "erasing the top vs a random attention weight (S&S §4)",
+            NoParams,
+            "instance",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
+            "erasure_multi",
+            "weights erased until the decision flips, per ranking (S&S §5)",
+            ErasureMultiParams,
+            "instance",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
+            "attention_ablation",
+            "accuracy with uniform, random, permuted attention (Vashishth §4.1)",
+            AttentionAblationParams,
+            "model",
+        ),
+        AnalysisInfo(
+            "sparsity_importance",
+            "entropy and tau of normalised importance (Meister §3-4)",
+            NoParams,
+            "instance",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
+            "adversarial_model",
+            "an adversary model with diverging attention (W&P)",
+            AdversarialModelParams,
+            "model",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
+            "layer_permutation",
+            "accuracy with self-attention layers 1..k permuted (Vashishth §4.3)",
+            NoParams,
+            "model",
+            lambda cell: cell["encoder"] == "transformer",
+            "encoder transformer",
+        ),
+        AnalysisInfo(
+            "seed_variance",
+            "attention JSD between models that differ only in seed (W&P)",
+            NoParams,
+            "grid",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
+            "diagnostic_mlp",
+            "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
+            DiagnosticMlpParams,
+            "model",
+            lambda cell: cell["architecture"] == "flat",
+            "architecture flat",
+        ),
+        AnalysisInfo(
+            "rationale_recovery",
+            "precision@k and AUC of rankings against true rationales",
+            RationaleRecoveryParams,
+            "instance",
+            lambda cell: DATASETS[cell["dataset"]].has_rationales,
+            "a dataset with rationales",
+        ),
     ]
 }

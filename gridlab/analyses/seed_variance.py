@@ -24,20 +24,25 @@ from gridlab.analyses.common import SharedPass, jsd, tvd
 ID = "seed_variance"
 VERSION = 1
 SCOPE = "grid"
-SCHEMA = pa.schema([
-    ("other_seeds", pa.int64()),
-    ("peer_cells", pa.string()),  # the compared cells' ids, comma-separated, in seed order
-    ("jsd_seed_mean", pa.float64()),
-    ("jsd_seed_max", pa.float64()),
-    ("tvd_seed_mean", pa.float64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("other_seeds", pa.int64()),
+        ("peer_cells", pa.string()),  # the compared cells' ids, comma-separated, in seed order
+        ("jsd_seed_mean", pa.float64()),
+        ("jsd_seed_max", pa.float64()),
+        ("tvd_seed_mean", pa.float64()),
+    ]
+)
 
 
 def peers_of(config: dict, candidates: dict[str, dict]) -> list[str]:
     """Ids of the candidate cells (id -> resolved config, JSON) equal to `config` but for the seed, by seed."""
     key = {k: v for k, v in config.items() if k != "seed"}
-    same = [(c["seed"], cell_id) for cell_id, c in candidates.items()
-            if c["seed"] != config["seed"] and {k: v for k, v in c.items() if k != "seed"} == key]
+    same = [
+        (c["seed"], cell_id)
+        for cell_id, c in candidates.items()
+        if c["seed"] != config["seed"] and {k: v for k, v in c.items() if k != "seed"} == key
+    ]
     return [cell_id for _, cell_id in sorted(same)]
 
 
@@ -80,6 +85,8 @@ def reference(context: AnalysisContext, shared: SharedPass, peers: list[SharedPa
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model: the typical and the largest attention distance to another seed (W&P's Table 3 baseline)."""
-    return {"jsd_seed_mean_mean": float(rows["jsd_seed_mean"].mean()),
-            "jsd_seed_max_median": float(rows["jsd_seed_max"].median()),
-            "tvd_seed_mean_mean": float(rows["tvd_seed_mean"].mean())}
+    return {
+        "jsd_seed_mean_mean": float(rows["jsd_seed_mean"].mean()),
+        "jsd_seed_max_median": float(rows["jsd_seed_max"].median()),
+        "tvd_seed_mean_mean": float(rows["tvd_seed_mean"].mean()),
+    }

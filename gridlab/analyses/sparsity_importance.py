@@ -152,8 +152,9 @@ def mean_entropy(importances: np.ndarray) -> float | None:
     return float(np.mean(entropies)) if entropies else None
 
 
-def sparsity_columns(alpha: torch.Tensor, mask: torch.Tensor, measures: dict[str, torch.Tensor],
-                     gh_x: torch.Tensor) -> dict[str, np.ndarray]:
+def sparsity_columns(
+    alpha: torch.Tensor, mask: torch.Tensor, measures: dict[str, torch.Tensor], gh_x: torch.Tensor
+) -> dict[str, np.ndarray]:
     """alpha, mask (B, T), `measures` {name in MEASURES: (B, T)} and gh_x (B, T, T) -> the SCHEMA columns."""
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
     weights, present = _numpy(alpha), mask.cpu().numpy()
@@ -240,8 +241,7 @@ def _reference_instance(model: AttentionClassifier, alone: Batch, pred: int) -> 
             erased = erased / total if total > 0 else erased
             probs = torch.softmax(model.decode(encoded.h, erased, encoded.query), -1)[0]
             dy_h.append(0.5 * (probs - original).abs().sum())
-    return {"gy_x": gy_x.double(), "gy_h": gy_h.double(), "dy_h": _stacked(dy_h, (0,)),
-            "gh_x": _stacked(gh_x, (0, 0))}
+    return {"gy_x": gy_x.double(), "gy_h": gy_h.double(), "dy_h": _stacked(dy_h, (0,)), "gh_x": _stacked(gh_x, (0, 0))}
 
 
 def _stacked(values: list[torch.Tensor], empty: tuple[int, ...]) -> torch.Tensor:

@@ -55,19 +55,21 @@ CONDITIONS = ("original", "permuted")
 ITEM_COLUMNS = ("item_id", "text", "top_tokens", "prediction", "answer")
 QUESTION = "Are the highlighted words relevant for the model's prediction?"
 
-KEY_SCHEMA = pa.schema([
-    ("item_id", pa.string()),
-    ("grid", pa.string()),
-    ("cell_id", pa.string()),
-    ("dataset", pa.string()),
-    ("instance_id", pa.int64()),
-    ("condition", pa.string()),
-    ("top_positions", pa.list_(pa.int64())),  # indices into the instance's tokens, highest weight first
-    ("top_weights", pa.list_(pa.float64())),  # the weights of those tokens in this condition
-    ("label", pa.int64()),  # gold class index
-    ("pred", pa.int64()),  # the model's class index under this condition's attention
-    ("correct", pa.bool_()),
-])
+KEY_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("grid", pa.string()),
+        ("cell_id", pa.string()),
+        ("dataset", pa.string()),
+        ("instance_id", pa.int64()),
+        ("condition", pa.string()),
+        ("top_positions", pa.list_(pa.int64())),  # indices into the instance's tokens, highest weight first
+        ("top_weights", pa.list_(pa.float64())),  # the weights of those tokens in this condition
+        ("label", pa.int64()),  # gold class index
+        ("pred", pa.int64()),  # the model's class index under this condition's attention
+        ("correct", pa.bool_()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,14 @@ class ExportReport:
     skipped: dict[str, str] = field(default_factory=dict)  # cell id -> why it was left out
 
 
-def export_grid(expanded: ExpandedGrid, out: Path, cells: Sequence[str] | None = None, per_cell: int = 100,
-                force: bool = False) -> ExportReport:
+def export_grid(
+    expanded: ExpandedGrid, out: Path, cells: Sequence[str] | None = None, per_cell: int = 100, force: bool = False
+) -> ExportReport:
     """Sheet and key for the grid's trained flat classifiers with learned attention (or exactly `cells`)."""
     chosen, skipped = select_cells(expanded, cells)
-    runner = ShardRunner(expanded.results_dir, expanded.data_dir, expanded.spec.results_dir / "cache",
-                         torch.device("cpu"))
+    runner = ShardRunner(
+        expanded.results_dir, expanded.data_dir, expanded.spec.results_dir / "cache", torch.device("cpu")
+    )
     report = export_cells(expanded.spec.name, runner, chosen, per_cell, out, force)
     return ExportReport(report.folder, report.items, report.cells, skipped)
 
@@ -101,13 +105,16 @@ def select_cells(expanded: ExpandedGrid, only: Sequence[str] | None) -> tuple[li
         if reason is None:
             chosen.append(cell.id)
         elif only:
-            raise GridlabError(f"cell {cell.id}: {reason}; only trained flat classifiers with learned attention "
-                               "are annotated")
+            raise GridlabError(
+                f"cell {cell.id}: {reason}; only trained flat classifiers with learned attention are annotated"
+            )
         else:
             skipped[cell.id] = reason
     if not chosen:
-        raise GridlabError(f"{expanded.spec.name}: no trained flat classifier with learned attention to annotate "
-                           f"({len(skipped)} cells left out: {', '.join(sorted(set(skipped.values())))})")
+        raise GridlabError(
+            f"{expanded.spec.name}: no trained flat classifier with learned attention to annotate "
+            f"({len(skipped)} cells left out: {', '.join(sorted(set(skipped.values())))})"
+        )
     return chosen, skipped
 
 
@@ -119,14 +126,17 @@ def unsuitable(config: CellConfig) -> str | None:
     return None
 
 
-def export_cells(grid: str, runner: ShardRunner, cell_ids: Sequence[str], per_cell: int, out: Path,
-                 force: bool = False) -> ExportReport:
+def export_cells(
+    grid: str, runner: ShardRunner, cell_ids: Sequence[str], per_cell: int, out: Path, force: bool = False
+) -> ExportReport:
     """Write items.csv, INSTRUCTIONS.md and key.parquet into `out` for `per_cell` instances of each cell."""
     if per_cell < 1:
         raise GridlabError(f"--per-cell must be at least 1 (got {per_cell})")
     if (out / KEY).exists() and not force:
-        raise GridlabError(f"{out} already holds an export ({KEY}); answers are matched to its item ids, so it is "
-                           "not replaced: pass --force to replace it, or --out for another folder")
+        raise GridlabError(
+            f"{out} already holds an export ({KEY}); answers are matched to its item ids, so it is "
+            "not replaced: pass --force to replace it, or --out for another folder"
+        )
     items: list[dict] = []
     labels: dict[str, tuple[str, ...]] = {}
     for cell_id in cell_ids:
@@ -142,8 +152,9 @@ def export_cells(grid: str, runner: ShardRunner, cell_ids: Sequence[str], per_ce
         item["item_id"] = f"item-{number:0{width}d}"
     write_text(out / ITEMS, sheet(items))
     write_text(out / INSTRUCTIONS, instructions(len(items), labels))
-    write_part(out / KEY, pa.Table.from_pylist([{k: item[k] for k in KEY_SCHEMA.names} for item in items],
-                                               schema=KEY_SCHEMA))
+    write_part(
+        out / KEY, pa.Table.from_pylist([{k: item[k] for k in KEY_SCHEMA.names} for item in items], schema=KEY_SCHEMA)
+    )
     return ExportReport(out, len(items), list(cell_ids))
 
 
@@ -170,20 +181,33 @@ def cell_items(cell_id: str, cell: LoadedCell, rows: np.ndarray) -> list[dict]:
             words = tokens[offset + b]
             positions = token_positions(shared, b)
             if len(positions) != len(words):  # the mask must cover exactly the stored tokens
-                raise RuntimeError(f"cell {cell_id}, instance {instance_id}: {len(positions)} attention positions "
-                                   f"for {len(words)} tokens")
+                raise RuntimeError(
+                    f"cell {cell_id}, instance {instance_id}: {len(positions)} attention positions "
+                    f"for {len(words)} tokens"
+                )
             label = int(shared.batch.labels[b])
-            for condition, alpha, pred in (("original", shared.alpha[b], int(shared.pred[b])),
-                                           ("permuted", permuted[b], int(permuted_pred[b]))):
+            for condition, alpha, pred in (
+                ("original", shared.alpha[b], int(shared.pred[b])),
+                ("permuted", permuted[b], int(permuted_pred[b])),
+            ):
                 weights = alpha[positions].double().cpu().numpy()  # (T_b,) one weight per token
                 top = top_positions(weights)
-                items.append({
-                    "cell_id": cell_id, "dataset": cell.config.dataset, "instance_id": instance_id,
-                    "condition": condition, "top_positions": top, "top_weights": [float(weights[i]) for i in top],
-                    "label": label, "pred": pred, "correct": pred == label,
-                    "text": highlight(words, top), "top_tokens": ", ".join(words[i] for i in top),
-                    "prediction": names[pred] if names else str(pred),
-                })
+                items.append(
+                    {
+                        "cell_id": cell_id,
+                        "dataset": cell.config.dataset,
+                        "instance_id": instance_id,
+                        "condition": condition,
+                        "top_positions": top,
+                        "top_weights": [float(weights[i]) for i in top],
+                        "label": label,
+                        "pred": pred,
+                        "correct": pred == label,
+                        "text": highlight(words, top),
+                        "top_tokens": ", ".join(words[i] for i in top),
+                        "prediction": names[pred] if names else str(pred),
+                    }
+                )
         offset += batch.size
     return items
 

@@ -2,7 +2,8 @@
 
     >>> scores = score_folder(Path("runs/vashishth/annotation"), grid="vashishth")
     >>> scores.kappa                    # Cohen's kappa per pair of annotators (the paper: 0.84 IMDB, 0.82 bAbI)
-    >>> write_scores(folder, scores)    # kappa.csv, condition_answers.csv, paired_answers.csv, meaningful_vs_correct.csv
+    >>> write_scores(folder, scores)    # kappa.csv, condition_answers.csv, paired_answers.csv,
+    ...                                 # meaningful_vs_correct.csv
 
 Every `answers-<name>.csv` of the folder is checked against `key.parquet` before anything is computed:
 each row's item_id must be one of the export's, answered once, with yes or no, and every item must be
@@ -37,8 +38,12 @@ from gridlab.errors import GridlabError
 ANSWERS = ("yes", "no")
 NAME = re.compile(r"answers-(?P<name>[A-Za-z0-9_-]+)\.csv")
 MAX_LISTED = 10
-OUTPUTS = {"kappa": "kappa.csv", "conditions": "condition_answers.csv", "paired": "paired_answers.csv",
-           "correctness": "meaningful_vs_correct.csv"}
+OUTPUTS = {
+    "kappa": "kappa.csv",
+    "conditions": "condition_answers.csv",
+    "paired": "paired_answers.csv",
+    "correctness": "meaningful_vs_correct.csv",
+}
 
 
 class AnswersError(GridlabError):
@@ -78,8 +83,9 @@ def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:
 def read_key(folder: Path, grid: str | None = None) -> pd.DataFrame:
     path = folder / KEY
     if not path.is_file():
-        raise GridlabError(f"no {KEY} in {folder}: run `gridlab annotate export` first (answers are matched to "
-                           "its item ids)")
+        raise GridlabError(
+            f"no {KEY} in {folder}: run `gridlab annotate export` first (answers are matched to its item ids)"
+        )
     key = pd.read_parquet(path)
     if grid is not None and set(key["grid"]) != {grid}:
         raise GridlabError(f"{path} was exported for grid {', '.join(sorted(set(key['grid'])))}, not {grid}")
@@ -90,15 +96,19 @@ def read_answers(folder: Path, key: pd.DataFrame) -> dict[str, dict[str, str]]:
     """annotator -> item_id -> yes/no, from every answers-<name>.csv of the folder, or an AnswersError."""
     paths = sorted(folder.glob(ANSWERS_GLOB))
     if not paths:
-        raise GridlabError(f"no {ANSWERS_GLOB} in {folder}: each annotator copies items.csv to "
-                           "answers-<name>.csv and fills the answer column")
+        raise GridlabError(
+            f"no {ANSWERS_GLOB} in {folder}: each annotator copies items.csv to "
+            "answers-<name>.csv and fills the answer column"
+        )
     known = list(key["item_id"])
     answers, problems = {}, []
     for path in paths:
         match = NAME.fullmatch(path.name)
         if match is None:
-            problems.append(f"{path.name}: not a valid sheet name (expected answers-<name>.csv, the name made of "
-                            "letters, digits, '-' and '_')")
+            problems.append(
+                f"{path.name}: not a valid sheet name (expected answers-<name>.csv, the name made of "
+                "letters, digits, '-' and '_')"
+            )
             continue
         sheet, found = read_sheet(path, known)
         answers[match["name"]] = sheet
@@ -116,8 +126,12 @@ def read_sheet(path: Path, known: Sequence[str]) -> tuple[dict[str, str], list[s
             missing = [c for c in ("item_id", "answer") if c not in (reader.fieldnames or [])]
             if missing:
                 columns = " or ".join(repr(c) for c in missing)
-                return {}, [(f"{path.name}: line 1: no {columns} column (expected the header of items.csv: "
-                             "item_id,text,top_tokens,prediction,answer, comma-separated)")]
+                return {}, [
+                    (
+                        f"{path.name}: line 1: no {columns} column (expected the header of items.csv: "
+                        "item_id,text,top_tokens,prediction,answer, comma-separated)"
+                    )
+                ]
             rows = [(reader.line_num, row) for row in reader]
     except UnicodeDecodeError:
         return {}, [f"{path.name}: not UTF-8 text (save the sheet as CSV UTF-8)"]
@@ -134,8 +148,9 @@ def read_sheet(path: Path, known: Sequence[str]) -> tuple[dict[str, str], list[s
             problems.append(f"{where}: unknown item_id '{item}' (expected an item_id of this export's items.csv)")
             continue
         if item in first_line:
-            problems.append(f"{where}: {item} is answered again (first on line {first_line[item]}); expected one "
-                            "row per item")
+            problems.append(
+                f"{where}: {item} is answered again (first on line {first_line[item]}); expected one row per item"
+            )
             continue
         first_line[item] = line
         if raw.lower() not in ANSWERS:
@@ -146,8 +161,10 @@ def read_sheet(path: Path, known: Sequence[str]) -> tuple[dict[str, str], list[s
     unanswered = [item for item in known if item not in first_line]
     if unanswered:
         listed = ", ".join(unanswered[:MAX_LISTED]) + (", …" if len(unanswered) > MAX_LISTED else "")
-        problems.append(f"{path.name}: {len(unanswered)} of {len(known)} items have no row: {listed} (expected "
-                        "one row per item of items.csv)")
+        problems.append(
+            f"{path.name}: {len(unanswered)} of {len(known)} items have no row: {listed} (expected "
+            "one row per item of items.csv)"
+        )
     return answers, problems
 
 
@@ -159,21 +176,26 @@ def score_folder(folder: Path, grid: str | None = None) -> Scores:
 def score(key: pd.DataFrame, answers: dict[str, dict[str, str]]) -> Scores:
     """The tables from validated answers (every annotator answered every item of the key)."""
     annotators = sorted(answers)
-    judgments = pd.concat([key.assign(annotator=name, answer=key["item_id"].map(answers[name]))
-                           for name in annotators], ignore_index=True)
+    judgments = pd.concat(
+        [key.assign(annotator=name, answer=key["item_id"].map(answers[name])) for name in annotators], ignore_index=True
+    )
     datasets = sorted(key["dataset"].unique())
     scopes = [(d, judgments[judgments["dataset"] == d]) for d in datasets]
     if len(datasets) > 1:
         scopes.append(("all", judgments))
     pooled = [*annotators, "all"] if len(annotators) > 1 else annotators
-    per = [(dataset, who, frame if who == "all" else frame[frame["annotator"] == who])
-           for dataset, frame in scopes for who in pooled]
+    per = [
+        (dataset, who, frame if who == "all" else frame[frame["annotator"] == who])
+        for dataset, frame in scopes
+        for who in pooled
+    ]
     return Scores(
         annotators=annotators,
         items=len(key),
-        kappa=pd.DataFrame([_kappa_row(d, frame, a, b) for d, frame in scopes
-                            for a, b in itertools.combinations(annotators, 2)],
-                           columns=["dataset", "annotator_a", "annotator_b", "items", "agreement", "kappa"]),
+        kappa=pd.DataFrame(
+            [_kappa_row(d, frame, a, b) for d, frame in scopes for a, b in itertools.combinations(annotators, 2)],
+            columns=["dataset", "annotator_a", "annotator_b", "items", "agreement", "kappa"],
+        ),
         conditions=pd.DataFrame([row for d, who, f in per for row in _condition_rows(d, who, f)]),
         paired=pd.DataFrame([row for d, who, f in per for row in _paired_rows(d, who, f)]),
         correctness=pd.DataFrame([row for d, who, f in per for row in _correctness_rows(d, who, f)]),
@@ -182,8 +204,14 @@ def score(key: pd.DataFrame, answers: dict[str, dict[str, str]]) -> Scores:
 
 def _kappa_row(dataset: str, frame: pd.DataFrame, a: str, b: str) -> dict:
     pair = frame.pivot(index="item_id", columns="annotator", values="answer")[[a, b]]
-    return {"dataset": dataset, "annotator_a": a, "annotator_b": b, "items": len(pair),
-            "agreement": float((pair[a] == pair[b]).mean()), "kappa": cohen_kappa(pair[a], pair[b])}
+    return {
+        "dataset": dataset,
+        "annotator_a": a,
+        "annotator_b": b,
+        "items": len(pair),
+        "agreement": float((pair[a] == pair[b]).mean()),
+        "kappa": cohen_kappa(pair[a], pair[b]),
+    }
 
 
 def _condition_rows(dataset: str, who: str, frame: pd.DataFrame) -> list[dict]:
@@ -191,18 +219,34 @@ def _condition_rows(dataset: str, who: str, frame: pd.DataFrame) -> list[dict]:
     for condition in ("original", "permuted"):
         answers = frame.loc[frame["condition"] == condition, "answer"]
         yes, no = int((answers == "yes").sum()), int((answers == "no").sum())
-        rows.append({"dataset": dataset, "annotator": who, "condition": condition, "yes": yes, "no": no,
-                     "yes_fraction": yes / (yes + no) if yes + no else None})
+        rows.append(
+            {
+                "dataset": dataset,
+                "annotator": who,
+                "condition": condition,
+                "yes": yes,
+                "no": no,
+                "yes_fraction": yes / (yes + no) if yes + no else None,
+            }
+        )
     return rows
 
 
 def _paired_rows(dataset: str, who: str, frame: pd.DataFrame) -> list[dict]:
     """Original answer (rows) x permuted answer (columns), one count per (annotator, instance)."""
     pairs = frame.pivot(index=["annotator", "cell_id", "instance_id"], columns="condition", values="answer")
-    return [{"dataset": dataset, "annotator": who, "original": original,
-             **{f"permuted_{p}": int(((pairs["original"] == original) & (pairs["permuted"] == p)).sum())
-                for p in ANSWERS}}
-            for original in ANSWERS]
+    return [
+        {
+            "dataset": dataset,
+            "annotator": who,
+            "original": original,
+            **{
+                f"permuted_{p}": int(((pairs["original"] == original) & (pairs["permuted"] == p)).sum())
+                for p in ANSWERS
+            },
+        }
+        for original in ANSWERS
+    ]
 
 
 def _correctness_rows(dataset: str, who: str, frame: pd.DataFrame) -> list[dict]:
@@ -214,10 +258,18 @@ def _correctness_rows(dataset: str, who: str, frame: pd.DataFrame) -> list[dict]
         for meaningful in ANSWERS:
             chosen = part[part["answer"] == meaningful]
             correct, incorrect = int(chosen["correct"].sum()), int((~chosen["correct"]).sum())
-            rows.append({"dataset": dataset, "annotator": who, "condition": condition, "meaningful": meaningful,
-                         "correct": correct, "incorrect": incorrect,
-                         "correct_pct": 100.0 * correct / total if total else None,
-                         "incorrect_pct": 100.0 * incorrect / total if total else None})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "annotator": who,
+                    "condition": condition,
+                    "meaningful": meaningful,
+                    "correct": correct,
+                    "incorrect": incorrect,
+                    "correct_pct": 100.0 * correct / total if total else None,
+                    "incorrect_pct": 100.0 * incorrect / total if total else None,
+                }
+            )
     return rows
 
 
@@ -232,16 +284,25 @@ def write_scores(folder: Path, scores: Scores) -> list[Path]:
 
 
 TITLES = {
-    "kappa": ("Agreement between annotators (Cohen's kappa)",
-              ("kappa is empty where it is undefined (both annotators gave one and the same answer "
-               "throughout).")),
+    "kappa": (
+        "Agreement between annotators (Cohen's kappa)",
+        ("kappa is empty where it is undefined (both annotators gave one and the same answer throughout)."),
+    ),
     "conditions": ("Answers by condition", "Are the highlighted words relevant for the model's prediction?"),
-    "paired": ("Original against permuted attention, per instance",
-               ("Rows: the answer for the instance's item with original attention; columns: the answer for its "
-                "item with permuted attention.")),
-    "correctness": ("Attention meaningful against prediction correct (Vashishth et al., Figure 5)",
-                    ("Per condition; the prediction is the model's under that condition's attention; "
-                     "percentages are of the condition's judgments.")),
+    "paired": (
+        "Original against permuted attention, per instance",
+        (
+            "Rows: the answer for the instance's item with original attention; columns: the answer for its "
+            "item with permuted attention."
+        ),
+    ),
+    "correctness": (
+        "Attention meaningful against prediction correct (Vashishth et al., Figure 5)",
+        (
+            "Per condition; the prediction is the model's under that condition's attention; "
+            "percentages are of the condition's judgments."
+        ),
+    ),
 }
 
 
@@ -265,6 +326,8 @@ def markdown_table(frame: pd.DataFrame) -> str:
         return str(value)
 
     lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(c, v) for c, v in zip(frame.columns, row)) + " |"
-              for row in frame.itertuples(index=False)]
+    lines += [
+        "| " + " | ".join(cell(c, v) for c, v in zip(frame.columns, row)) + " |"
+        for row in frame.itertuples(index=False)
+    ]
     return "\n".join(lines)

@@ -1,9 +1,9 @@
 """The `gridlab` command line: one sub-app per noun, thin commands over the library.
 
-    gridlab validate grids/quick.yaml
-    gridlab plan grids/quick.yaml
-    gridlab data list
-    gridlab report grids/quick.yaml
+gridlab validate grids/quick.yaml
+gridlab plan grids/quick.yaml
+gridlab data list
+gridlab report grids/quick.yaml
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from __future__ import annotations
 import typer
 
 from gridlab import __version__
-from gridlab.cli import data_commands, grid_commands, report_commands, run_commands
-from gridlab.cli import annotate_commands
+from gridlab.cli import annotate_commands, data_commands, grid_commands, report_commands, run_commands
 
 app = typer.Typer(
     name="gridlab",

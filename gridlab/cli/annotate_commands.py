@@ -1,7 +1,7 @@
 """`gridlab annotate export | score`: the human evaluation of Vashishth et al. §4.4.
 
-    gridlab annotate export grids/vashishth.yaml --per-cell 100
-    gridlab annotate score grids/vashishth.yaml
+gridlab annotate export grids/vashishth.yaml --per-cell 100
+gridlab annotate score grids/vashishth.yaml
 """
 
 from __future__ import annotations
@@ -16,23 +16,36 @@ from gridlab.annotate.files import ANSWERS_GLOB, INSTRUCTIONS, ITEMS, KEY, defau
 from gridlab.cli.grid_commands import GridArg, load
 from gridlab.cli.output import echo, user_errors
 
-app = typer.Typer(help="Human evaluation of attention (Vashishth et al. §4.4): blinded sheets, then agreement "
-                       "and 2x2 tables.", no_args_is_help=True)
+app = typer.Typer(
+    help="Human evaluation of attention (Vashishth et al. §4.4): blinded sheets, then agreement and 2x2 tables.",
+    no_args_is_help=True,
+)
 
 
 @app.command("export")
 @user_errors
 def export(
     grid: GridArg,
-    cells: Annotated[Optional[list[str]], typer.Option("--cells", help="Only these cell ids (repeatable or "
-                                                                         "comma-separated); default: every "
-                                                                         "trained flat cell with learned "
-                                                                         "attention.")] = None,
-    per_cell: Annotated[int, typer.Option("--per-cell", min=1, help="Test instances per cell; each gives an "
-                                                                    "original and a permuted item.")] = 100,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Folder for the sheet and key; default: "
-                                                              "<results_dir>/<grid>/annotation.",
-                                                show_default=False)] = None,
+    cells: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--cells",
+            help="Only these cell ids (repeatable or "
+            "comma-separated); default: every "
+            "trained flat cell with learned "
+            "attention.",
+        ),
+    ] = None,
+    per_cell: Annotated[
+        int,
+        typer.Option("--per-cell", min=1, help="Test instances per cell; each gives an original and a permuted item."),
+    ] = 100,
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--out", help="Folder for the sheet and key; default: <results_dir>/<grid>/annotation.", show_default=False
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an earlier export in the folder.")] = False,
 ) -> None:
     """Write a shuffled, blinded sheet (items.csv, INSTRUCTIONS.md) and its hidden key (key.parquet)."""
@@ -46,17 +59,24 @@ def export(
     if report.skipped:
         reasons = Counter(report.skipped.values())
         echo(f"left out {len(report.skipped)} cells: " + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items())))
-    echo(f"hand out {ITEMS} and {INSTRUCTIONS}; keep {KEY} from annotators. Collect their {ANSWERS_GLOB} in "
-         f"{folder}/, then run `gridlab annotate score {grid}`" + (f" --dir {folder}" if out else ""))
+    echo(
+        f"hand out {ITEMS} and {INSTRUCTIONS}; keep {KEY} from annotators. Collect their {ANSWERS_GLOB} in "
+        f"{folder}/, then run `gridlab annotate score {grid}`" + (f" --dir {folder}" if out else "")
+    )
 
 
 @app.command("score")
 @user_errors
 def score(
     grid: GridArg,
-    folder: Annotated[Optional[Path], typer.Option("--dir", help="The export's folder, with the answers-<name>.csv "
-                                                                 "sheets; default: <results_dir>/<grid>/annotation.",
-                                                   show_default=False)] = None,
+    folder: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--dir",
+            help="The export's folder, with the answers-<name>.csv sheets; default: <results_dir>/<grid>/annotation.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Check every answers-<name>.csv against the key; print Cohen's kappa and the 2x2 tables, write them as CSV."""
     from gridlab.annotate.score import markdown, score_folder, write_scores

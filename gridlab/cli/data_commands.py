@@ -41,9 +41,12 @@ def list_datasets(data_dir: DataDirOption = None) -> None:
     for status in inventory(root, default_cache_dir()):
         spec = status.spec
         state = status.state if status.state != "partial" else f"partial: no {'/'.join(status.missing)}"
-        rows = [str(status.rows[s]) if s in status.rows else ("carved" if s == "dev" and status.present
-                                                              and s not in spec.official_splits else "-")
-                for s in ("train", "dev", "test")]
+        rows = [
+            str(status.rows[s])
+            if s in status.rows
+            else ("carved" if s == "dev" and status.present and s not in spec.official_splits else "-")
+            for s in ("train", "dev", "test")
+        ]
         table.add_row(spec.id, spec.task, state, *rows, spec.description)
     console.print(table)
 
@@ -80,8 +83,9 @@ def check(
 def fetch(
     dataset_id: Annotated[str, typer.Argument(help="The dataset id (see `gridlab data list`).")],
     data_dir: DataDirOption = None,
-    mirror: Annotated[Optional[str], typer.Option(help="Base URL laid out as <mirror>/<folder>/<file>; "
-                                                     "default $GRIDLAB_DATA_MIRROR.")] = None,
+    mirror: Annotated[
+        Optional[str], typer.Option(help="Base URL laid out as <mirror>/<folder>/<file>; default $GRIDLAB_DATA_MIRROR.")
+    ] = None,
 ) -> None:
     """Download a dataset's release files and verify their sha256."""
     spec = DATASETS[_known(dataset_id)]

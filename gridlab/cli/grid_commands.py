@@ -17,8 +17,12 @@ from gridlab.grid.expand import Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file
 
 GridArg = Annotated[Path, typer.Argument(help="The grid file (YAML).", show_default=False)]
-WhereOption = Annotated[Optional[list[str]], typer.Option(
-    "--where", help="Only the cells whose config matches PATH=VALUE[,VALUE...], e.g. dataset=sst (repeatable).")]
+WhereOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--where", help="Only the cells whose config matches PATH=VALUE[,VALUE...], e.g. dataset=sst (repeatable)."
+    ),
+]
 COLUMNS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
 
 
@@ -39,8 +43,10 @@ def validate(grid: GridArg) -> None:
     """Check a grid file: schema, values, datasets present. Prints the number of cells and analyses."""
     expanded = load(grid)
     collapsed = f" ({expanded.collapsed} duplicate combinations collapsed)" if expanded.collapsed else ""
-    echo(f"{grid}: valid: {len(expanded.cells)} cells{collapsed}, {len(expanded.analyses)} analyses"
-         + (f" ({', '.join(expanded.analyses)})" if expanded.analyses else ""))
+    echo(
+        f"{grid}: valid: {len(expanded.cells)} cells{collapsed}, {len(expanded.analyses)} analyses"
+        + (f" ({', '.join(expanded.analyses)})" if expanded.analyses else "")
+    )
 
 
 @user_errors
@@ -53,8 +59,16 @@ def plan(
     expanded = load(grid, where)
     if as_json:
         for cell in expanded.cells:
-            echo(json.dumps({"id": cell.id, "config": cell.config.model_dump(mode="json"),
-                             "analyses": applicable(expanded, cell)}, sort_keys=True))
+            echo(
+                json.dumps(
+                    {
+                        "id": cell.id,
+                        "config": cell.config.model_dump(mode="json"),
+                        "analyses": applicable(expanded, cell),
+                    },
+                    sort_keys=True,
+                )
+            )
         return
     console.print(_cells_table(expanded))
     _print_counts(expanded)

@@ -15,8 +15,9 @@ from gridlab.cli.output import echo, user_errors
 @user_errors
 def report(
     grid: GridArg,
-    out: Annotated[Optional[Path],
-                   typer.Option("--out", help="Report folder; default: <results_dir>/<grid>/report.")] = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", help="Report folder; default: <results_dir>/<grid>/report.")
+    ] = None,
     where: WhereOption = None,
 ) -> None:
     """Build the report: one section per paper from the grid's Parquet rows, and what is missing."""
@@ -24,8 +25,10 @@ def report(
 
     summary = build_report(load(grid, where, check_data=False), out)  # rows suffice; heatmaps say if data is absent
     echo(f"report: {summary.index}")
-    echo(f"{len(summary.sections)} sections, {summary.tables} tables, {summary.figures} figures"
-         + (f", {summary.fragments} fragments" if summary.fragments else ""))
+    echo(
+        f"{len(summary.sections)} sections, {summary.tables} tables, {summary.figures} figures"
+        + (f", {summary.fragments} fragments" if summary.fragments else "")
+    )
     if summary.missing:
         echo("missing:")
         for line in summary.missing:

@@ -19,8 +19,12 @@ from gridlab.grid.suggest import unknown
 def launch(
     grid: GridArg,
     force: Annotated[Optional[list[str]], typer.Option("--force", help="Retrain this cell id (repeatable).")] = None,
-    address: Annotated[Optional[str], typer.Option(help="Ray address: 'auto', 'ray://host:10001'; "
-                                                        "default: the grid's ray.address (null: a local Ray).")] = None,
+    address: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Ray address: 'auto', 'ray://host:10001'; default: the grid's ray.address (null: a local Ray)."
+        ),
+    ] = None,
     where: WhereOption = None,
 ) -> None:
     """Train every untrained cell (resuming an interrupted launch first) and run the grid's analyses."""
@@ -42,7 +46,9 @@ def launch(
 @user_errors
 def analyze(
     grid: GridArg,
-    analysis: Annotated[Optional[list[str]], typer.Option("--analysis", help="Only this analysis id (repeatable).")] = None,
+    analysis: Annotated[
+        Optional[list[str]], typer.Option("--analysis", help="Only this analysis id (repeatable).")
+    ] = None,
     address: Annotated[Optional[str], typer.Option(help="Ray address; default: the grid's ray.address.")] = None,
     where: WhereOption = None,
 ) -> None:

@@ -24,7 +24,9 @@ class DataConfig(BaseModel):
     min_count: int | None = Field(None, ge=1, description="vocabulary minimum count in train (dataset default)")
     min_length: int | None = Field(None, ge=1, description="drop instances with fewer tokens (dataset default)")
     max_length: int | None = Field(None, ge=1, description="drop instances with more tokens (dataset default)")
-    dev_fraction: float | None = Field(0.1, gt=0, lt=1, description="share of train carved as dev when none is official")
+    dev_fraction: float | None = Field(
+        0.1, gt=0, lt=1, description="share of train carved as dev when none is official"
+    )
     split_seed: int = Field(0, ge=0, description="seed of every carved or derived split")
     babi_size: Literal["10k", "1k"] | None = Field(None, description="bAbI training-set size (default 10k)")
     synthetic: SyntheticConfig | None = Field(None, description="parameters of the synthetic task")

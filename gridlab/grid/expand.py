@@ -84,8 +84,10 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
     block_axes = [_validate_axes(block, problems, prefix) for block, prefix in zip(blocks, prefixes)]
     excludes = [_validate_conditions(entry, ("exclude", i), problems) for i, entry in enumerate(spec.exclude)]
     overrides = [
-        (_validate_conditions(o.when, ("overrides", i, "when"), problems),
-         _validate_settings(o.set, ("overrides", i, "set"), problems))
+        (
+            _validate_conditions(o.when, ("overrides", i, "when"), problems),
+            _validate_settings(o.set, ("overrides", i, "set"), problems),
+        )
         for i, o in enumerate(spec.overrides)
     ]
     analyses = _validate_analyses(spec.analyses, problems)
@@ -143,10 +145,14 @@ def _validate_axes(grid: dict[str, Any], problems: list[Problem], prefix: tuple)
             try:
                 checked.append(validate_value(path, value))
             except ValidationError as error:
-                problems += from_validation_error(error, None, (*prefix, path, i) if isinstance(raw, list) else (*prefix, path))
+                problems += from_validation_error(
+                    error, None, (*prefix, path, i) if isinstance(raw, list) else (*prefix, path)
+                )
         if len(checked) != len(values):
             continue
-        duplicates = sorted({_canonical(v) for v in checked if sum(_canonical(w) == _canonical(v) for w in checked) > 1})
+        duplicates = sorted(
+            {_canonical(v) for v in checked if sum(_canonical(w) == _canonical(v) for w in checked) > 1}
+        )
         if duplicates:
             problems.append((where, f"duplicate values {', '.join(duplicates)} (expected each value once)"))
             continue
@@ -226,8 +232,9 @@ def _resolve_cell(base, combo, overrides, used_overrides: set[int], problems: li
     try:
         config = CellConfig.model_validate(raw)
     except ValidationError as error:
-        problems += [(f"cell {_describe(combo)}: {where}", what)
-                     for where, what in from_validation_error(error, CellConfig)]
+        problems += [
+            (f"cell {_describe(combo)}: {where}", what) for where, what in from_validation_error(error, CellConfig)
+        ]
         return None
     return _normalise(config)
 
@@ -248,8 +255,9 @@ def _check_compatibility(cells: list[Cell], problems: list[Problem]) -> None:
         problems += incompatibilities(cell.config)  # repeated reasons are deduplicated by the caller
 
 
-def _check_datasets(cells: list[Cell], data_dir: Path, blocks: dict[tuple, dict[str, list]],
-                    problems: list[Problem]) -> None:
+def _check_datasets(
+    cells: list[Cell], data_dir: Path, blocks: dict[tuple, dict[str, list]], problems: list[Problem]
+) -> None:
     """Every dataset must be present (or partial with derive_splits) before anything is created."""
     checked = set()
     for cell in cells:
@@ -287,17 +295,32 @@ def restrict(grid: ExpandedGrid, where: list[str]) -> ExpandedGrid:
         path, sep, values = condition.partition("=")
         path = path.strip()
         if not sep or not path or not values.strip():
-            raise GridFileError(grid.file, [("--where", f"'{condition}': expected PATH=VALUE[,VALUE...] (e.g. dataset=sst)")])
+            raise GridFileError(
+                grid.file, [("--where", f"'{condition}': expected PATH=VALUE[,VALUE...] (e.g. dataset=sst)")]
+            )
         if path not in leaf_paths():
             raise GridFileError(grid.file, [("--where", f"'{condition}': " + unknown("key", path, leaf_paths()))])
         conditions[path] = {v.strip() for v in values.split(",")}
-    cells = [c for c in grid.cells if all(_as_text(get_path(c.config.model_dump(mode="json"), p)) in values
-                                          for p, values in conditions.items())]
+    cells = [
+        c
+        for c in grid.cells
+        if all(_as_text(get_path(c.config.model_dump(mode="json"), p)) in values for p, values in conditions.items())
+    ]
     if not cells:
-        seen = {p: sorted({_as_text(get_path(c.config.model_dump(mode="json"), p)) for c in grid.cells})
-                for p in conditions}
-        raise GridFileError(grid.file, [("--where", f"no cell matches {' '.join(where)} (values in the grid: "
-                                         + "; ".join(f"{p}: {', '.join(v)}" for p, v in seen.items()) + ")")])
+        seen = {
+            p: sorted({_as_text(get_path(c.config.model_dump(mode="json"), p)) for c in grid.cells}) for p in conditions
+        }
+        raise GridFileError(
+            grid.file,
+            [
+                (
+                    "--where",
+                    f"no cell matches {' '.join(where)} (values in the grid: "
+                    + "; ".join(f"{p}: {', '.join(v)}" for p, v in seen.items())
+                    + ")",
+                )
+            ],
+        )
     return dataclasses.replace(grid, cells=cells)
 
 

@@ -1,6 +1,6 @@
 """Reading a grid file: YAML (duplicate keys refused) -> `GridFile`, or every problem at once.
 
-    >>> spec = load_grid_file(Path("grids/quick.yaml"))
+>>> spec = load_grid_file(Path("grids/quick.yaml"))
 """
 
 from __future__ import annotations

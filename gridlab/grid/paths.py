@@ -52,7 +52,10 @@ def field_at(path: str) -> FieldInfo:
         model = _model_in(field.annotation)
         walked += part + "."
     if model is not None:
-        raise ValueError(f"'{path}' is a section, not a value (expected one of its keys, e.g. '{path}.{next(iter(model.model_fields))}')")
+        raise ValueError(
+            f"'{path}' is a section, not a value "
+            f"(expected one of its keys, e.g. '{path}.{next(iter(model.model_fields))}')"
+        )
     assert field is not None
     return field
 

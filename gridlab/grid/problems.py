@@ -46,7 +46,9 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def from_validation_error(error: ValidationError, root: type[BaseModel] | None, prefix: Sequence[Any] = ()) -> list[Problem]:
+def from_validation_error(
+    error: ValidationError, root: type[BaseModel] | None, prefix: Sequence[Any] = ()
+) -> list[Problem]:
     """One problem per pydantic error, located from `prefix` (where `root` sits in the file)."""
     problems = []
     for item in error.errors(include_url=False):

@@ -101,7 +101,9 @@ class RayConfig(Strict):
     @classmethod
     def _address(cls, value: str | None) -> str | None:
         if value is not None and not RAY_ADDRESS_PATTERN.match(value):
-            raise ValueError(f"'{value}' is not a Ray address (expected null, 'auto', 'ray://host:port' or 'host:port')")
+            raise ValueError(
+                f"'{value}' is not a Ray address (expected null, 'auto', 'ray://host:port' or 'host:port')"
+            )
         return value
 
 
@@ -148,8 +150,11 @@ class GridFile(Strict):
         """Shards of whole batches: every instance is then analysed in the same batch whatever the sharding, so
         the rows of 1 shard and of 3 are bit for bit the same (float kernels round by batch shape)."""
         if self.shard_size % self.analysis_batch_size:
-            raise ValueError(f"shard_size {self.shard_size} is not a multiple of analysis_batch_size "
-                             f"{self.analysis_batch_size} (expected e.g. {self.analysis_batch_size * max(1, round(self.shard_size / self.analysis_batch_size))})")
+            raise ValueError(
+                f"shard_size {self.shard_size} is not a multiple of analysis_batch_size "
+                f"{self.analysis_batch_size} (expected e.g. "
+                f"{self.analysis_batch_size * max(1, round(self.shard_size / self.analysis_batch_size))})"
+            )
         return self
 
     @field_validator("grid")

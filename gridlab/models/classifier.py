@@ -80,8 +80,12 @@ class AttentionClassifier(nn.Module, ABC):
 
     def attention_parameter_names(self) -> set[str]:
         """Parameters of attention layers (J&W: exempt from weight decay)."""
-        return {f"{prefix}.{name}" for prefix, module in self.named_modules() if isinstance(module, Attention)
-                for name, _ in module.named_parameters()}
+        return {
+            f"{prefix}.{name}"
+            for prefix, module in self.named_modules()
+            if isinstance(module, Attention)
+            for name, _ in module.named_parameters()
+        }
 
 
 def _embedding(sizes: Sizes) -> nn.Embedding:

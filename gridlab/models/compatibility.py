@@ -19,20 +19,35 @@ def incompatibilities(config: CellConfig) -> list[tuple[str, str]]:
     task = DATASETS[config.dataset].task
     allowed = ARCHITECTURES_FOR_TASK[task]
     if config.architecture not in allowed:
-        problems.append((
-            "grid.architecture",
-            f"'{config.architecture}' cannot run {task}-task dataset '{config.dataset}' (expected "
-            f"{' or '.join(allowed)}); drop it with `exclude: [{{dataset: {config.dataset}, "
-            f"architecture: {config.architecture}}}]`",
-        ))
+        problems.append(
+            (
+                "grid.architecture",
+                f"'{config.architecture}' cannot run {task}-task dataset '{config.dataset}' (expected "
+                f"{' or '.join(allowed)}); drop it with `exclude: [{{dataset: {config.dataset}, "
+                f"architecture: {config.architecture}}}]`",
+            )
+        )
     if config.architecture == "seq2seq" and config.encoder not in SEQ2SEQ_ENCODERS:
-        problems.append(("grid.encoder", f"the translation model has a BiGRU encoder, not '{config.encoder}' "
-                                         f"(expected {', '.join(SEQ2SEQ_ENCODERS)} for dataset '{config.dataset}')"))
+        problems.append(
+            (
+                "grid.encoder",
+                f"the translation model has a BiGRU encoder, not '{config.encoder}' "
+                f"(expected {', '.join(SEQ2SEQ_ENCODERS)} for dataset '{config.dataset}')",
+            )
+        )
     model = config.model
     if config.encoder == "transformer" and model.hidden_size % model.transformer_heads:
-        problems.append(("model.hidden_size", f"{model.hidden_size} is not divisible by "
-                                              f"model.transformer_heads = {model.transformer_heads}"))
+        problems.append(
+            (
+                "model.hidden_size",
+                f"{model.hidden_size} is not divisible by model.transformer_heads = {model.transformer_heads}",
+            )
+        )
     if model.embeddings not in (None, "word2vec") and not Path(model.embeddings).is_file():
-        problems.append(("model.embeddings", f"no word-vector file at {model.embeddings} "
-                                             "(expected null, 'word2vec' or a vectors file)"))
+        problems.append(
+            (
+                "model.embeddings",
+                f"no word-vector file at {model.embeddings} (expected null, 'word2vec' or a vectors file)",
+            )
+        )
     return problems

@@ -27,8 +27,9 @@ class EmbeddingsError(GridlabError):
     """A word-vector file that cannot be used."""
 
 
-def initial_embeddings(source: str, vocab: Vocab, dim: int, train_tokens: Iterable[Sequence[str]],
-                       seed: int, std: float = 1.0) -> torch.Tensor:
+def initial_embeddings(
+    source: str, vocab: Vocab, dim: int, train_tokens: Iterable[Sequence[str]], seed: int, std: float = 1.0
+) -> torch.Tensor:
     rng = np.random.default_rng(seed)
     weights = (rng.standard_normal((len(vocab), dim)) * std).astype(np.float32)
     vectors = _word2vec(train_tokens, dim, seed) if source == WORD2VEC else _read_vectors(Path(source), vocab, dim)
@@ -54,7 +55,9 @@ def _read_vectors(path: Path, vocab: Vocab, dim: int) -> dict[str, np.ndarray]:
                 if word not in vocab.stoi or word in found:
                     continue
                 if len(parts) - 1 != dim:
-                    raise EmbeddingsError(f"{path}: line {number}: {len(parts) - 1} values, expected model.embedding_dim = {dim}")
+                    raise EmbeddingsError(
+                        f"{path}: line {number}: {len(parts) - 1} values, expected model.embedding_dim = {dim}"
+                    )
                 found[word] = np.asarray(parts[1:], dtype=np.float32)
     except OSError as error:
         raise EmbeddingsError(f"{path}: cannot read word vectors ({error.strerror or error})") from None
@@ -70,6 +73,7 @@ def _word2vec(train_tokens: Iterable[Sequence[str]], dim: int, seed: int) -> dic
     from gensim.models import Word2Vec  # imported here: only grids that ask for word2vec pay for gensim
 
     sentences = [list(tokens) for tokens in train_tokens]
-    model = Word2Vec(sentences=sentences, vector_size=dim, min_count=1, seed=seed, workers=1,
-                     hashfxn=_stable_hash, epochs=5)
+    model = Word2Vec(
+        sentences=sentences, vector_size=dim, min_count=1, seed=seed, workers=1, hashfxn=_stable_hash, epochs=5
+    )
     return {word: model.wv[word] for word in model.wv.index_to_key}

@@ -102,8 +102,9 @@ class Transformer(Encoder):
         return self.encoder(x, tokens)
 
 
-def build_encoder(kind: str, input_dim: int, hidden: int, cnn_variant: str = "jain_wallace",
-                  layers: int = 2, heads: int = 1) -> Encoder:
+def build_encoder(
+    kind: str, input_dim: int, hidden: int, cnn_variant: str = "jain_wallace", layers: int = 2, heads: int = 1
+) -> Encoder:
     if kind in ("lstm", "gru"):
         return Recurrent(kind, input_dim, hidden)
     if kind == "cnn":

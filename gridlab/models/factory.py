@@ -42,8 +42,11 @@ def build_model(config: CellConfig, data: PreparedDataset) -> nn.Module:
                 module.weight[PAD_ID] = 0.0
         if m.embeddings is not None:
             train_tokens = data.splits["train"].column("tokens").to_pylist()
-            model.embedding.weight.copy_(initial_embeddings(m.embeddings, data.vocab, m.embedding_dim,
-                                                            train_tokens, config.seed, m.embedding_init_std))
+            model.embedding.weight.copy_(
+                initial_embeddings(
+                    m.embeddings, data.vocab, m.embedding_dim, train_tokens, config.seed, m.embedding_init_std
+                )
+            )
     return model
 
 
@@ -51,12 +54,14 @@ def _architecture(config: CellConfig, data: PreparedDataset) -> nn.Module:
     m = config.model
     spec = attention_spec(config)
     if config.architecture == "seq2seq":
-        return Seq2Seq(len(data.vocab), len(data.target_vocab), m.embedding_dim, m.hidden_size, spec,
-                       m.attention_size, m.dropout)
+        return Seq2Seq(
+            len(data.vocab), len(data.target_vocab), m.embedding_dim, m.hidden_size, spec, m.attention_size, m.dropout
+        )
 
     def encoder(input_dim: int):
-        return build_encoder(config.encoder, input_dim, m.hidden_size, m.cnn_variant,
-                             m.transformer_layers, m.transformer_heads)
+        return build_encoder(
+            config.encoder, input_dim, m.hidden_size, m.cnn_variant, m.transformer_layers, m.transformer_heads
+        )
 
     sizes = Sizes(len(data.vocab), m.embedding_dim, len(data.label_names), m.attention_size, m.dropout)
     if config.architecture == "flat":

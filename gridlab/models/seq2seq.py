@@ -45,8 +45,16 @@ NEVER_GENERATED = (PAD_ID, SOS_ID)  # never a training target, so greedy never e
 
 
 class Seq2Seq(nn.Module):
-    def __init__(self, source_vocab: int, target_vocab: int, embedding_dim: int, hidden: int,
-                 attention: AttentionSpec, attention_size: int, dropout: float = 0.0):
+    def __init__(
+        self,
+        source_vocab: int,
+        target_vocab: int,
+        embedding_dim: int,
+        hidden: int,
+        attention: AttentionSpec,
+        attention_size: int,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         self.embedding = nn.Embedding(source_vocab, embedding_dim, padding_idx=PAD_ID)  # the factory's pretrained slot
         self.target_embedding = nn.Embedding(target_vocab, embedding_dim, padding_idx=PAD_ID)
@@ -77,8 +85,9 @@ class Seq2Seq(nn.Module):
         """One step's weights (B, T) with the previous decoder state (B, hidden) as the query."""
         return self.attention(h, mask, query)
 
-    def decode_step(self, h: torch.Tensor, alpha: torch.Tensor, state: torch.Tensor,
-                    prev_token: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def decode_step(
+        self, h: torch.Tensor, alpha: torch.Tensor, state: torch.Tensor, prev_token: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Context from alpha, then one GRU step fed [e(y_{t-1}); c_t] -> (logits (B, V), new state (B, hidden))."""
         context = torch.einsum("bt,btm->bm", alpha.to(h.dtype), h)  # (B, m)
         step_input = torch.cat([self.dropout(self.target_embedding(prev_token)), context], dim=-1)  # (B, d + m)
@@ -137,8 +146,9 @@ class Seq2Seq(nn.Module):
         return alpha if self.alpha_override is None else self.alpha_override(alpha, encoded.mask)
 
 
-def permute_within_mask(alpha: torch.Tensor, mask: torch.Tensor,
-                        generator: torch.Generator | None = None) -> torch.Tensor:
+def permute_within_mask(
+    alpha: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Each row's weights shuffled among its own unmasked positions (B, T); padding stays 0, sums stay 1."""
     draws = torch.rand(mask.shape, generator=generator, device=mask.device)
     source = torch.where(mask, draws, 2.0).argsort(dim=-1)  # (B, T) real positions in random order, then padding
@@ -152,17 +162,25 @@ def sequence_loss(logits: torch.Tensor, target_ids: torch.Tensor) -> torch.Tenso
     return nn.functional.cross_entropy(logits.flatten(0, 1), gold.flatten(), ignore_index=PAD_ID)
 
 
-def bleu(model: Seq2Seq, table: pa.Table, target_vocab: Vocab, batch_size: int = 64, max_len: int = 50,
-         limit: int | None = None) -> float:
+def bleu(
+    model: Seq2Seq,
+    table: pa.Table,
+    target_vocab: Vocab,
+    batch_size: int = 64,
+    max_len: int = 50,
+    limit: int | None = None,
+) -> float:
     """Corpus BLEU (sacrebleu, 13a tokenisation) of greedy translations of a split's first `limit` rows against
     its `target_tokens`, space-joined; computed in eval mode, the model's mode restored afterwards."""
     training = model.training
     device = next(model.parameters()).device
     model.eval()
     try:
-        hypotheses = [" ".join(target_vocab.decode(ids))
-                      for batch in iterate_batches(table, batch_size, limit=limit)
-                      for ids in model.greedy(batch.to(device), max_len)]
+        hypotheses = [
+            " ".join(target_vocab.decode(ids))
+            for batch in iterate_batches(table, batch_size, limit=limit)
+            for ids in model.greedy(batch.to(device), max_len)
+        ]
     finally:
         model.train(training)
     references = [" ".join(tokens) for tokens in table.column("target_tokens").slice(0, len(hypotheses)).to_pylist()]

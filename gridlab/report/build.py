@@ -41,14 +41,18 @@ def analysis_missing(analysis_id: str, inputs: ReportInputs) -> str:
     """Why an analysis has no rows, and what to run."""
     grid_file = inputs.grid.file
     if not inputs.requested(analysis_id):
-        return (f"{analysis_id}: not run — add `{analysis_id}: {{}}` to `analyses:` in {grid_file} "
-                f"and run `gridlab analyze {grid_file}`")
+        return (
+            f"{analysis_id}: not run — add `{analysis_id}: {{}}` to `analyses:` in {grid_file} "
+            f"and run `gridlab analyze {grid_file}`"
+        )
     info = ANALYSES.get(analysis_id)
     configs = [cell.config.model_dump() for cell in inputs.grid.cells]
     if info is not None and configs and not any(info.applies(c) for c in configs):
         return f"{analysis_id}: requested, but it applies to no cell of this grid (it needs {info.needs})"
-    return (f"{analysis_id}: requested, but no rows yet — run `gridlab analyze {grid_file}` "
-            "(or `gridlab launch`, which trains what is left first)")
+    return (
+        f"{analysis_id}: requested, but no rows yet — run `gridlab analyze {grid_file}` "
+        "(or `gridlab launch`, which trains what is left first)"
+    )
 
 
 def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
@@ -73,9 +77,11 @@ def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
     out = Path(out) if out is not None else grid.results_dir / "report"
     results = [run_section(section, inputs) for section in load_sections()]
     trained = len(inputs.cells)
-    intro = (f"Grid {grid.spec.name} ({grid.file}): {trained} of {len(grid.cells)} cells trained; "
-             f"rows from {grid.results_dir / 'analyses'}. Every number in the tables is computed from those rows, "
-             "per model first and then across seeds; the papers' columns come from gridlab.report.published.")
+    intro = (
+        f"Grid {grid.spec.name} ({grid.file}): {trained} of {len(grid.cells)} cells trained; "
+        f"rows from {grid.results_dir / 'analyses'}. Every number in the tables is computed from those rows, "
+        "per model first and then across seeds; the papers' columns come from gridlab.report.published."
+    )
     render_report(results, out, title=f"gridlab report: {grid.spec.name}", intro=intro)
     artifacts = [a for r in results for a in r.artifacts]
     return ReportSummary(

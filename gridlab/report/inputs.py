@@ -46,8 +46,11 @@ class ReportInputs:
         if analysis_id not in self._rows:
             folder = self.results_dir / "analyses" / analysis_id
             cells = {c.id for c in self.grid.cells}
-            parts = sorted(p for p in folder.glob("cell=*/part-*.parquet") if p.parent.name[len("cell="):] in cells) \
-                if folder.is_dir() else []
+            parts = (
+                sorted(p for p in folder.glob("cell=*/part-*.parquet") if p.parent.name[len("cell=") :] in cells)
+                if folder.is_dir()
+                else []
+            )
             frame = None
             if parts:
                 frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
@@ -70,6 +73,11 @@ class ReportInputs:
             if folder.state() != "trained":
                 continue
             metrics = folder.read("metrics.json")
-            records.append({"cell_id": cell.id, **{axis: getattr(cell.config, axis) for axis in AXES},
-                            **{k: v for k, v in metrics.items() if k.startswith("test_")}})
+            records.append(
+                {
+                    "cell_id": cell.id,
+                    **{axis: getattr(cell.config, axis) for axis in AXES},
+                    **{k: v for k, v in metrics.items() if k.startswith("test_")},
+                }
+            )
         return pd.DataFrame.from_records(records, columns=None if records else ["cell_id", *AXES])

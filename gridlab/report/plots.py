@@ -35,9 +35,19 @@ def panels(frame: pd.DataFrame, axes: list[str] | None = None) -> list[tuple[str
     return out
 
 
-def facet(frame: pd.DataFrame, draw: Callable, title: str, *, xlabel: str = "", ylabel: str = "",
-          axes: list[str] | None = None, max_cols: int = 4, sharex: bool = True, sharey: bool = False,
-          legend: bool = False) -> Figure:
+def facet(
+    frame: pd.DataFrame,
+    draw: Callable,
+    title: str,
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    axes: list[str] | None = None,
+    max_cols: int = 4,
+    sharex: bool = True,
+    sharey: bool = False,
+    legend: bool = False,
+) -> Figure:
     """A figure with one panel per configuration; `draw(ax, rows)` fills a panel."""
     groups = panels(frame, axes)
     n = max(len(groups), 1)
@@ -51,7 +61,7 @@ def facet(frame: pd.DataFrame, draw: Callable, title: str, *, xlabel: str = "", 
         ax.tick_params(labelsize=8)
         if legend and ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, frameon=False)
-    for ax in list(grid.flat)[len(groups):]:
+    for ax in list(grid.flat)[len(groups) :]:
         ax.set_visible(False)
     for ax in grid[-1, :]:
         ax.set_xlabel(xlabel, fontsize=9)
@@ -63,20 +73,31 @@ def facet(frame: pd.DataFrame, draw: Callable, title: str, *, xlabel: str = "", 
 
 def class_histogram(column: str, bins: np.ndarray) -> Callable:
     """A `draw` that overlays one histogram of `column` per predicted class (J&W's colouring)."""
+
     def draw(ax, rows: pd.DataFrame) -> None:
         for i, (pred, group) in enumerate(rows.groupby("pred", sort=True)):
             values = group[column].dropna().astype(float)
             if len(values):
                 ax.hist(values, bins=bins, alpha=0.55, color=COLOURS[i % len(COLOURS)], label=f"pred {pred}")
+
     return draw
 
 
 def scatter(x: str, y: str, by_class: bool = True) -> Callable:
     """A `draw` that scatters y against x, one colour per predicted class."""
+
     def draw(ax, rows: pd.DataFrame) -> None:
         groups = rows.groupby("pred", sort=True) if by_class else [("all", rows)]
         for i, (pred, group) in enumerate(groups):
             kept = group[[x, y]].dropna().astype(float)
-            ax.scatter(kept[x], kept[y], s=6, alpha=0.45, color=COLOURS[i % len(COLOURS)], linewidths=0,
-                       label=f"pred {pred}" if by_class else None)
+            ax.scatter(
+                kept[x],
+                kept[y],
+                s=6,
+                alpha=0.45,
+                color=COLOURS[i % len(COLOURS)],
+                linewidths=0,
+                label=f"pred {pred}" if by_class else None,
+            )
+
     return draw

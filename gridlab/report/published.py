@@ -114,11 +114,17 @@ _JW_TABLE2 = [
 # Table 1 as printed: dataset, test performance (LSTM). Metric per their caption: F1 for classification,
 # accuracy for QA, micro-F1 for NLI.
 _JW_TABLE1 = [
-    ("SST", "sst", "f1", 0.81), ("IMDB", "imdb", "f1", 0.88), ("ADR Tweets", "adr_tweets", "f1", 0.61),
-    ("20 Newsgroups", "20news", "f1", 0.94), ("AG News", "agnews", "f1", 0.96),
-    ("Diabetes (MIMIC)", "diabetes", "f1", 0.79), ("Anemia (MIMIC)", "anemia", "f1", 0.92),
-    ("CNN", "cnn", "accuracy", 0.64), ("bAbI (Task 1)", "babi1", "accuracy", 1.0),
-    ("bAbI (Task 2)", "babi2", "accuracy", 0.48), ("bAbI (Task 3)", "babi3", "accuracy", 0.62),
+    ("SST", "sst", "f1", 0.81),
+    ("IMDB", "imdb", "f1", 0.88),
+    ("ADR Tweets", "adr_tweets", "f1", 0.61),
+    ("20 Newsgroups", "20news", "f1", 0.94),
+    ("AG News", "agnews", "f1", 0.96),
+    ("Diabetes (MIMIC)", "diabetes", "f1", 0.79),
+    ("Anemia (MIMIC)", "anemia", "f1", 0.92),
+    ("CNN", "cnn", "accuracy", 0.64),
+    ("bAbI (Task 1)", "babi1", "accuracy", 1.0),
+    ("bAbI (Task 2)", "babi2", "accuracy", 0.48),
+    ("bAbI (Task 3)", "babi3", "accuracy", 0.62),
     ("SNLI", "snli", "micro_f1", 0.78),
 ]
 
@@ -143,9 +149,22 @@ def _jw_table2() -> pd.DataFrame:
         else:
             pred, class_name = klass, names[int(klass)]  # J&W's 0/1 are the first/second class of §3
         for encoder, measure, at in measures:
-            records.append({"dataset": dataset, "dataset_paper": name, "encoder": encoder, "attention": "additive",
-                            **_FLAT_SOFTMAX, "pred": pred, "class_paper": klass, "class_name": class_name,
-                            "measure": measure, "mean": row[at], "std": row[at + 1], "sig_frac": row[at + 2]})
+            records.append(
+                {
+                    "dataset": dataset,
+                    "dataset_paper": name,
+                    "encoder": encoder,
+                    "attention": "additive",
+                    **_FLAT_SOFTMAX,
+                    "pred": pred,
+                    "class_paper": klass,
+                    "class_name": class_name,
+                    "measure": measure,
+                    "mean": row[at],
+                    "std": row[at + 1],
+                    "sig_frac": row[at + 2],
+                }
+            )
     return _cite(pd.DataFrame.from_records(records), JW, "Table 2")
 
 
@@ -162,8 +181,9 @@ _SS_TABLE2 = [
 
 
 def _ss_table2() -> pd.DataFrame:
-    frame = pd.DataFrame(_SS_TABLE2, columns=["dataset", "dataset_paper", "pct_both", "pct_top_only",
-                                              "pct_rand_only", "pct_neither"])
+    frame = pd.DataFrame(
+        _SS_TABLE2, columns=["dataset", "dataset_paper", "pct_both", "pct_top_only", "pct_rand_only", "pct_neither"]
+    )
     frame.insert(2, "encoder", "gru")
     frame.insert(3, "attention", "additive")
     frame.insert(4, "architecture", "han")
@@ -175,44 +195,88 @@ def _ss_table2() -> pd.DataFrame:
 # Per table: the datasets (paper name, gridlab id or slug), then per model: (model as printed, architecture,
 # attention, base (mean, std) per dataset, uniform (train+infer, infer), random (train+infer, infer), permute).
 _VA_TABLES = {
-    "vashishth_table1": ("single", "Table 1",
-                         [("SST", "sst"), ("IMDB", "imdb"), ("AG News", "agnews"), ("YELP", "yelp")], [
-        ("Bahdanau et al. (2015)", "flat", "additive",
-         [(83.4, 0.5), (90.7, 0.7), (96.4, 0.1), (66.7, 0.1)],
-         [(-1.0, -0.8), (-0.8, -6.3), (-0.1, -0.7), (-0.5, -6.3)],
-         [(-1.1, -0.9), (-0.6, -6.4), (-0.0, -0.7), (-0.4, -6.4)],
-         [-1.7, -5.1, -0.9, -7.8]),
-        ("Yang et al. (2016)", "han", "additive",
-         [(83.2, 0.5), (89.7, 0.6), (96.1, 0.2), (65.8, 0.1)],
-         [(-1.0, -0.8), (+0.2, -6.5), (+0.1, -1.5), (-0.7, -8.0)],
-         [(-0.9, -1.0), (-1.2, -8.2), (-0.1, -1.8), (-3.0, -10.2)],
-         [-1.8, -5.1, -0.7, -10.7]),
-    ]),
-    "vashishth_table2": ("pair", "Table 2", [("SNLI", "snli"), ("MultiNLI", "multinli"), ("CNN", "cnn"),
-                                             ("babI 0", "babi1"), ("babI 1", "babi2"), ("babI 2", "babi3")], [
-        ("Bahdanau et al. (2015)", "pair", "additive",
-         [(75.7, 0.3), (61.1, 0.1), (63.4, 0.8), (96.1, 4.3), (95.8, 0.3), (92.8, 0.1)],
-         [(-41.8, -42.9), (-26.6, -28.7), (-30.8, -55.9), (-44.4, -63.4), (-47.4, -60.4), (-48.4, -62.1)],
-         [(-41.6, -43.1), (-26.7, -28.6), (-30.9, -55.9), (-45.0, -62.0), (-47.3, -60.4), (-49.9, -62.2)],
-         [-41.0, -27.6, -54.8, -67.8, -68.3, -66.7]),
-        ("Rocktaschel et al. (2016)", "pair", None,
-         [(78.1, 0.2), (62.4, 0.6), (63.6, 0.6), (98.6, 1.6), (96.2, 0.9), (93.2, 0.1)],
-         [(-44.2, -45.4), (-27.5, -30.3), (-30.8, -43.1), (-47.7, -67.8), (-47.9, -62.8), (-49.8, -60.9)],
-         [(-44.3, -44.9), (-27.9, -28.3), (-30.6, -43.3), (-47.5, -64.9), (-48.4, -63.3), (-49.8, -60.9)],
-         [-41.7, -29.2, -44.9, -68.8, -68.3, -65.2]),
-    ]),
-    "vashishth_table3": ("translation", "Table 3", [("Multi30k", "multi30k"), ("News Commentary", "news_commentary")], [
-        ("Bahdanau et al. (2015)", "seq2seq", "additive",
-         [(31.3, 0.1), (12.6, 0.1)],
-         [(-10.4, -29.4), (-8.7, -11.8)],
-         [(-10.1, -29.4), (-8.8, -11.9)],
-         [-29.7, -12.1]),
-        ("Luong et al. (2015)", "seq2seq", None,
-         [(31.5, 0.2), (12.7, 0.2)],
-         [(-10.6, -29.7), (-8.8, -12.0)],
-         [(-10.3, -29.8), (-8.9, -12.0)],
-         [-30.1, -12.2]),
-    ]),
+    "vashishth_table1": (
+        "single",
+        "Table 1",
+        [("SST", "sst"), ("IMDB", "imdb"), ("AG News", "agnews"), ("YELP", "yelp")],
+        [
+            (
+                "Bahdanau et al. (2015)",
+                "flat",
+                "additive",
+                [(83.4, 0.5), (90.7, 0.7), (96.4, 0.1), (66.7, 0.1)],
+                [(-1.0, -0.8), (-0.8, -6.3), (-0.1, -0.7), (-0.5, -6.3)],
+                [(-1.1, -0.9), (-0.6, -6.4), (-0.0, -0.7), (-0.4, -6.4)],
+                [-1.7, -5.1, -0.9, -7.8],
+            ),
+            (
+                "Yang et al. (2016)",
+                "han",
+                "additive",
+                [(83.2, 0.5), (89.7, 0.6), (96.1, 0.2), (65.8, 0.1)],
+                [(-1.0, -0.8), (+0.2, -6.5), (+0.1, -1.5), (-0.7, -8.0)],
+                [(-0.9, -1.0), (-1.2, -8.2), (-0.1, -1.8), (-3.0, -10.2)],
+                [-1.8, -5.1, -0.7, -10.7],
+            ),
+        ],
+    ),
+    "vashishth_table2": (
+        "pair",
+        "Table 2",
+        [
+            ("SNLI", "snli"),
+            ("MultiNLI", "multinli"),
+            ("CNN", "cnn"),
+            ("babI 0", "babi1"),
+            ("babI 1", "babi2"),
+            ("babI 2", "babi3"),
+        ],
+        [
+            (
+                "Bahdanau et al. (2015)",
+                "pair",
+                "additive",
+                [(75.7, 0.3), (61.1, 0.1), (63.4, 0.8), (96.1, 4.3), (95.8, 0.3), (92.8, 0.1)],
+                [(-41.8, -42.9), (-26.6, -28.7), (-30.8, -55.9), (-44.4, -63.4), (-47.4, -60.4), (-48.4, -62.1)],
+                [(-41.6, -43.1), (-26.7, -28.6), (-30.9, -55.9), (-45.0, -62.0), (-47.3, -60.4), (-49.9, -62.2)],
+                [-41.0, -27.6, -54.8, -67.8, -68.3, -66.7],
+            ),
+            (
+                "Rocktaschel et al. (2016)",
+                "pair",
+                None,
+                [(78.1, 0.2), (62.4, 0.6), (63.6, 0.6), (98.6, 1.6), (96.2, 0.9), (93.2, 0.1)],
+                [(-44.2, -45.4), (-27.5, -30.3), (-30.8, -43.1), (-47.7, -67.8), (-47.9, -62.8), (-49.8, -60.9)],
+                [(-44.3, -44.9), (-27.9, -28.3), (-30.6, -43.3), (-47.5, -64.9), (-48.4, -63.3), (-49.8, -60.9)],
+                [-41.7, -29.2, -44.9, -68.8, -68.3, -65.2],
+            ),
+        ],
+    ),
+    "vashishth_table3": (
+        "translation",
+        "Table 3",
+        [("Multi30k", "multi30k"), ("News Commentary", "news_commentary")],
+        [
+            (
+                "Bahdanau et al. (2015)",
+                "seq2seq",
+                "additive",
+                [(31.3, 0.1), (12.6, 0.1)],
+                [(-10.4, -29.4), (-8.7, -11.8)],
+                [(-10.1, -29.4), (-8.8, -11.9)],
+                [-29.7, -12.1],
+            ),
+            (
+                "Luong et al. (2015)",
+                "seq2seq",
+                None,
+                [(31.5, 0.2), (12.7, 0.2)],
+                [(-10.6, -29.7), (-8.8, -12.0)],
+                [(-10.3, -29.8), (-8.9, -12.0)],
+                [-30.1, -12.2],
+            ),
+        ],
+    ),
 }
 
 
@@ -221,8 +285,14 @@ def _vashishth(key: str) -> pd.DataFrame:
     records = []
     for model, architecture, attention, base, uniform, random, permute in models:
         for i, (dataset_paper, dataset) in enumerate(datasets):
-            common = {"task": task, "dataset": dataset, "dataset_paper": dataset_paper, "model_paper": model,
-                      "architecture": architecture, "attention": attention}
+            common = {
+                "task": task,
+                "dataset": dataset,
+                "dataset_paper": dataset_paper,
+                "model_paper": model,
+                "architecture": architecture,
+                "attention": attention,
+            }
             records.append({**common, "variant": "learned", "setting": "base", "value": base[i][0], "std": base[i][1]})
             for variant, pairs in (("uniform", uniform), ("random", random)):
                 for setting, value in zip(("train+infer", "infer"), pairs[i]):
@@ -255,8 +325,10 @@ _ME_TABLE3 = [("IMDb", 25000, 4356, 0.89, 0.90), ("20News", 1426, 334, 0.91, 0.9
 
 # Table 5: model, adversary, JSD for IMDb, SST, 20News (accuracies left out, see the module docstring).
 _ME_TABLE5 = [
-    ("BiLSTM", "frozen", (0.67, 0.62, 0.67)), ("BiLSTM", "unfrozen", (0.67, 0.61, 0.67)),
-    ("Transformer", "frozen", (0.62, 0.57, 0.62)), ("Transformer", "unfrozen", (0.64, 0.57, 0.62)),
+    ("BiLSTM", "frozen", (0.67, 0.62, 0.67)),
+    ("BiLSTM", "unfrozen", (0.67, 0.61, 0.67)),
+    ("Transformer", "frozen", (0.62, 0.57, 0.62)),
+    ("Transformer", "unfrozen", (0.64, 0.57, 0.62)),
 ]
 _ME_TABLE5_DATASETS = ("IMDb", "SST", "20News")
 
@@ -285,18 +357,33 @@ def _me_model(name: str, projection: str | None) -> dict:
 
 
 def _meister_table1() -> pd.DataFrame:
-    records = [{"dataset": _ME_DATASETS[d], **_me_model(model, projection), "measure": "entropy_gh_x",
-                "mean": mean, "std": std}
-               for model, projection, values in _ME_TABLE1
-               for d, (mean, std) in zip(_ME_TABLE1_DATASETS, values)]
+    records = [
+        {
+            "dataset": _ME_DATASETS[d],
+            **_me_model(model, projection),
+            "measure": "entropy_gh_x",
+            "mean": mean,
+            "std": std,
+        }
+        for model, projection, values in _ME_TABLE1
+        for d, (mean, std) in zip(_ME_TABLE1_DATASETS, values)
+    ]
     return _cite(pd.DataFrame.from_records(records), ME, "Table 1")
 
 
 def _meister_table2() -> pd.DataFrame:
     printed = {"BiLSTM": "BiLSTM (tanh)", "Transformer": "Transformer (dot)"}
-    records = [{"dataset": _ME_DATASETS[d], **_me_model(model, "sparsegen"), "model_paper": printed[model],
-                "measure": "corr_lambda_entropy_gy_x", "value": value}
-               for model, values in _ME_TABLE2 for d, value in zip(_ME_TABLE1_DATASETS, values)]
+    records = [
+        {
+            "dataset": _ME_DATASETS[d],
+            **_me_model(model, "sparsegen"),
+            "model_paper": printed[model],
+            "measure": "corr_lambda_entropy_gy_x",
+            "value": value,
+        }
+        for model, values in _ME_TABLE2
+        for d, value in zip(_ME_TABLE1_DATASETS, values)
+    ]
     return _cite(pd.DataFrame.from_records(records), ME, "Table 2")
 
 
@@ -304,14 +391,24 @@ def _meister_table3() -> pd.DataFrame:
     records = []
     for dataset, train, test, transformer, bilstm in _ME_TABLE3:
         for model, accuracy in (("Transformer", transformer), ("BiLSTM", bilstm)):
-            records.append({"dataset": _ME_DATASETS[dataset], **_me_model(model, None),  # projection not stated
-                            "train_size": train, "test_size": test, "accuracy": accuracy})
+            records.append(
+                {
+                    "dataset": _ME_DATASETS[dataset],
+                    **_me_model(model, None),  # projection not stated
+                    "train_size": train,
+                    "test_size": test,
+                    "accuracy": accuracy,
+                }
+            )
     return _cite(pd.DataFrame.from_records(records), ME, "Table 3")
 
 
 def _meister_table5() -> pd.DataFrame:
-    records = [{"dataset": _ME_DATASETS[d], **_me_model(model, None), "adversary": adversary, "jsd": jsd}
-               for model, adversary, values in _ME_TABLE5 for d, jsd in zip(_ME_TABLE5_DATASETS, values)]
+    records = [
+        {"dataset": _ME_DATASETS[d], **_me_model(model, None), "adversary": adversary, "jsd": jsd}
+        for model, adversary, values in _ME_TABLE5
+        for d, jsd in zip(_ME_TABLE5_DATASETS, values)
+    ]
     frame = pd.DataFrame.from_records(records).drop(columns=["projection"])
     return _cite(frame, ME, "Table 5 (JSD only)")
 

@@ -78,8 +78,9 @@ def _check_ids(sections: list[SectionResult]) -> None:
             if not _ID.match(artifact.id):
                 raise ValueError(f"artifact id {artifact.id!r} of section {section.id} is not a safe file stem")
             if artifact.id in seen:
-                raise ValueError(f"artifact id {artifact.id!r} used twice "
-                                 f"(sections {seen[artifact.id]} and {section.id})")
+                raise ValueError(
+                    f"artifact id {artifact.id!r} used twice (sections {seen[artifact.id]} and {section.id})"
+                )
             seen[artifact.id] = section.id
     for reserved in ("index", "report"):
         if reserved in seen:
@@ -88,8 +89,9 @@ def _check_ids(sections: list[SectionResult]) -> None:
 
 def _check_replaceable(out: Path) -> None:
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).is_file())):
-        raise GridlabError(f"{out} exists and is not a gridlab report (no {MANIFEST}); "
-                           "choose another --out or remove it")
+        raise GridlabError(
+            f"{out} exists and is not a gridlab report (no {MANIFEST}); choose another --out or remove it"
+        )
 
 
 def _swap_into_place(staging: Path, out: Path) -> None:
@@ -110,14 +112,29 @@ def _write_all(sections: list[SectionResult], folder: Path, title: str, intro: s
     for section in sections:
         for artifact in section.artifacts:
             files = _write_artifact(artifact, folder)
-            entries.append({"id": artifact.id, "kind": _kind(artifact), "section": section.id,
-                            "title": artifact.title, "files": files})
+            entries.append(
+                {
+                    "id": artifact.id,
+                    "kind": _kind(artifact),
+                    "section": section.id,
+                    "title": artifact.title,
+                    "files": files,
+                }
+            )
     manifest = {
         "version": MANIFEST_VERSION,
         "title": title,
         "index": "index.html",
-        "sections": [{"id": s.id, "title": s.title, "rendered": s.rendered,
-                      "artifacts": [a.id for a in s.artifacts], "missing": list(s.missing)} for s in sections],
+        "sections": [
+            {
+                "id": s.id,
+                "title": s.title,
+                "rendered": s.rendered,
+                "artifacts": [a.id for a in s.artifacts],
+                "missing": list(s.missing),
+            }
+            for s in sections
+        ],
         "artifacts": entries,
         "missing": [f"{s.title}: {line}" for s in sections for line in s.missing],
     }
@@ -143,9 +160,11 @@ def _write_artifact(artifact: Artifact, folder: Path) -> list[str]:
         artifact.figure.clear()  # no pyplot: nothing else holds it, this frees the artists now
         return [target.name]
     if isinstance(artifact, Fragment):
-        page = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(artifact.title)}"
-                f"</title><style>{CSS}</style></head><body><h1>{_e(artifact.title)}</h1>\n{artifact.html}\n"
-                f"<p class=\"caption\">{_e(artifact.caption)}</p></body></html>\n")
+        page = (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(artifact.title)}'
+            f"</title><style>{CSS}</style></head><body><h1>{_e(artifact.title)}</h1>\n{artifact.html}\n"
+            f'<p class="caption">{_e(artifact.caption)}</p></body></html>\n'
+        )
         _atomic_write(folder / f"{artifact.id}.html", page)
         return [f"{artifact.id}.html"]
     raise TypeError(f"not a report artifact: {artifact!r}")
@@ -183,12 +202,14 @@ def cell_text(value: object) -> str:
 
 def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table (no tabulate dependency); '|' in cells is escaped."""
+
     def row(cells: list[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
     header = [str(c) for c in frame.columns]
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-               for c in frame.columns]
+    numeric = [
+        pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]) for c in frame.columns
+    ]
     lines = [row(header), "| " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
     lines += [row([cell_text(v) for v in values]) for values in frame.itertuples(index=False, name=None)]
     return "\n".join(lines)
@@ -236,28 +257,37 @@ def _e(text: object) -> str:
 
 def _html_table(table: Table) -> str:
     frame = readable(table)
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-               for c in frame.columns]
+    numeric = [
+        pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]) for c in frame.columns
+    ]
     head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
     body = []
     for values in frame.itertuples(index=False, name=None):
-        cells = "".join(f'<td class="num">{_e(cell_text(v))}</td>' if n else f"<td>{_e(cell_text(v))}</td>"
-                        for v, n in zip(values, numeric))
+        cells = "".join(
+            f'<td class="num">{_e(cell_text(v))}</td>' if n else f"<td>{_e(cell_text(v))}</td>"
+            for v, n in zip(values, numeric)
+        )
         body.append(f"<tr>{cells}</tr>")
-    return (f'<table id="{_e(table.id)}" class="gridlab-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>")
+    return (
+        f'<table id="{_e(table.id)}" class="gridlab-table"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def _artifact_html(artifact: Artifact) -> str:
     title = f'<h3 id="{_e(artifact.id)}-title">{_e(artifact.title)}</h3>'
     caption = f'<p class="caption">{_e(artifact.caption)}</p>' if artifact.caption else ""
     if isinstance(artifact, Table):
-        files = (f'<p class="files"><a href="{_e(artifact.id)}.csv">{_e(artifact.id)}.csv</a> · '
-                 f'<a href="{_e(artifact.id)}.md">{_e(artifact.id)}.md</a></p>')
+        files = (
+            f'<p class="files"><a href="{_e(artifact.id)}.csv">{_e(artifact.id)}.csv</a> · '
+            f'<a href="{_e(artifact.id)}.md">{_e(artifact.id)}.md</a></p>'
+        )
         return f"{title}\n{_html_table(artifact)}\n{caption}\n{files}"
     if isinstance(artifact, Figure):
-        image = (f'<img id="{_e(artifact.id)}" class="gridlab-figure" src="{_e(artifact.id)}.png" '
-                 f'alt="{_e(artifact.title)}" onload="gridlabMark(this)" onerror="gridlabMark(this)">')
+        image = (
+            f'<img id="{_e(artifact.id)}" class="gridlab-figure" src="{_e(artifact.id)}.png" '
+            f'alt="{_e(artifact.title)}" onload="gridlabMark(this)" onerror="gridlabMark(this)">'
+        )
         return f"{title}\n{image}\n{caption}"
     return f'{title}\n<div id="{_e(artifact.id)}" class="gridlab-fragment">{artifact.html}</div>\n{caption}'
 
@@ -281,15 +311,21 @@ def _index_html(sections: list[SectionResult], title: str, intro: str) -> str:
     parts.append(f"<nav><h2>Contents</h2><ol>{toc}</ol></nav>")
     for section in shown:
         body = "\n".join(_artifact_html(a) for a in section.artifacts)
-        parts.append(f'<section id="{_e(section.id)}"><h2>{_e(section.title)}</h2>\n{body}\n'
-                     f"{_missing_html(section.missing)}</section>")
+        parts.append(
+            f'<section id="{_e(section.id)}"><h2>{_e(section.title)}</h2>\n{body}\n'
+            f"{_missing_html(section.missing)}</section>"
+        )
     if absent:
         items = "".join(f"<li><strong>{_e(s.title)}</strong>{_missing_html(s.missing)}</li>" for s in absent)
-        parts.append(f'<section id="missing-sections"><h2>Not in this report</h2>'
-                     f'<p class="caption">None of these sections\' analyses have rows for this grid.</p>'
-                     f"<ul>{items}</ul></section>")
+        parts.append(
+            f'<section id="missing-sections"><h2>Not in this report</h2>'
+            f'<p class="caption">None of these sections\' analyses have rows for this grid.</p>'
+            f"<ul>{items}</ul></section>"
+        )
     body = "\n".join(parts)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{_e(title)}</title><style>{CSS}</style><script>{SCRIPT}</script></head>\n"
-            f"<body>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{CSS}</style><script>{SCRIPT}</script></head>\n"
+        f"<body>\n{body}\n</body></html>\n"
+    )

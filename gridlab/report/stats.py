@@ -38,8 +38,11 @@ Stat = str | Callable[[pd.Series], float]
 def grouping_axes(frame: pd.DataFrame, always: Sequence[str] = ALWAYS_SHOWN) -> list[str]:
     """The model axes that vary in `frame` (plus `always`): the columns a table groups by. Axes constant over
     the whole frame are left out of the table and named in its caption (`constant_axes`)."""
-    return [axis for axis in MODEL_AXES if axis in frame.columns
-            and (axis in always or frame[axis].nunique(dropna=False) > 1)]
+    return [
+        axis
+        for axis in MODEL_AXES
+        if axis in frame.columns and (axis in always or frame[axis].nunique(dropna=False) > 1)
+    ]
 
 
 def constant_axes(frame: pd.DataFrame, shown: Sequence[str]) -> str:
@@ -70,8 +73,9 @@ def _reduce(values: pd.Series, stat: Stat) -> float:
     raise ValueError(f"unknown statistic {stat!r} (expected mean, std, median, count or a function)")
 
 
-def per_cell(frame: pd.DataFrame, by: Sequence[str], value: str, stat: Stat = "mean",
-             unit: str = "cell_id") -> pd.DataFrame:
+def per_cell(
+    frame: pd.DataFrame, by: Sequence[str], value: str, stat: Stat = "mean", unit: str = "cell_id"
+) -> pd.DataFrame:
     """One row per (group, cell): `stat` of `value` over the cell's rows (nulls dropped). Columns: by, unit,
     `value`. A cell whose values are all null gets NaN and is left out by `across_seeds`."""
     keys = [*by, unit]
@@ -102,36 +106,56 @@ def across_seeds(cells: pd.DataFrame, by: Sequence[str], value: str, confidence:
     for key, group in cells.groupby(list(by), dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         mean, std, low, high, n = interval(group[value].tolist(), confidence)
-        records.append({**dict(zip(by, key)), "mean": mean, "std": std, "n_seeds": n,
-                        "ci_low": low, "ci_high": high})
+        records.append({**dict(zip(by, key)), "mean": mean, "std": std, "n_seeds": n, "ci_low": low, "ci_high": high})
     return pd.DataFrame.from_records(records, columns=[*by, "mean", "std", "n_seeds", "ci_low", "ci_high"])
 
 
-def seed_summary(frame: pd.DataFrame, by: Sequence[str], value: str, stat: Stat = "mean",
-                 confidence: float = 0.95, unit: str = "cell_id") -> pd.DataFrame:
+def seed_summary(
+    frame: pd.DataFrame,
+    by: Sequence[str],
+    value: str,
+    stat: Stat = "mean",
+    confidence: float = 0.95,
+    unit: str = "cell_id",
+) -> pd.DataFrame:
     """`stat` of `value` per cell, then mean / std / n_seeds / t-interval across the seeds of each group."""
     return across_seeds(per_cell(frame, by, value, stat, unit), by, value, confidence)
 
 
-def seed_table(frame: pd.DataFrame, by: Sequence[str], measures: Mapping[str, tuple[str, Stat]],
-               confidence: float = 0.95, unit: str = "cell_id",
-               spread: Sequence[str] | None = None) -> pd.DataFrame:
+def seed_table(
+    frame: pd.DataFrame,
+    by: Sequence[str],
+    measures: Mapping[str, tuple[str, Stat]],
+    confidence: float = 0.95,
+    unit: str = "cell_id",
+    spread: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Several measures side by side, one row per group. For each measure name m = (column, stat):
     `m` (mean across seeds of the per-cell stat), and for the measures in `spread` (default: all)
     `m_seed_sd`, `m_ci_low`, `m_ci_high`; then `n_seeds` (cells in the group) and `n_instances` (rows)."""
     by = list(by)
     spread = list(measures) if spread is None else list(spread)
-    table = frame.groupby(by, dropna=False, sort=True).agg(
-        n_seeds=(unit, "nunique"), n_instances=(unit, "size")).reset_index()
+    table = (
+        frame.groupby(by, dropna=False, sort=True)
+        .agg(n_seeds=(unit, "nunique"), n_instances=(unit, "size"))
+        .reset_index()
+    )
     for name, (column, stat) in measures.items():
         summary = seed_summary(frame, by, column, stat, confidence, unit)
-        summary = summary.drop(columns=["n_seeds"]).rename(columns={
-            "mean": name, "std": f"{name}_seed_sd", "ci_low": f"{name}_ci_low", "ci_high": f"{name}_ci_high"})
+        summary = summary.drop(columns=["n_seeds"]).rename(
+            columns={"mean": name, "std": f"{name}_seed_sd", "ci_low": f"{name}_ci_low", "ci_high": f"{name}_ci_high"}
+        )
         table = _merge(table, summary, by)
-    ordered = [*by, *[c for name in measures
-                      for c in ((name, f"{name}_seed_sd", f"{name}_ci_low", f"{name}_ci_high")
-                                if name in spread else (name,))],
-               "n_seeds", "n_instances"]
+    ordered = [
+        *by,
+        *[
+            c
+            for name in measures
+            for c in ((name, f"{name}_seed_sd", f"{name}_ci_low", f"{name}_ci_high") if name in spread else (name,))
+        ],
+        "n_seeds",
+        "n_instances",
+    ]
     return table[ordered]
 
 

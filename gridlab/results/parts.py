@@ -26,55 +26,85 @@ from gridlab.grid.schema import CellConfig
 
 AXES = ("dataset", "encoder", "attention", "projection", "projection_lambda", "architecture", "attention_mode", "seed")
 
-COMMON_SCHEMA = pa.schema([
-    ("grid", pa.string()),
-    ("cell_id", pa.string()),
-    ("dataset", pa.string()),
-    ("encoder", pa.string()),
-    ("attention", pa.string()),
-    ("projection", pa.string()),
-    ("projection_lambda", pa.float64()),
-    ("architecture", pa.string()),
-    ("attention_mode", pa.string()),
-    ("seed", pa.int64()),
-    ("derived_splits", pa.bool_()),
-    ("split", pa.string()),
-    ("instance_id", pa.int64()),
-    ("length", pa.int64()),
-    ("label", pa.int64()),
-    ("pred", pa.int64()),
-    ("max_attention", pa.float64()),
-    ("analysis_version", pa.int64()),
-])
+COMMON_SCHEMA = pa.schema(
+    [
+        ("grid", pa.string()),
+        ("cell_id", pa.string()),
+        ("dataset", pa.string()),
+        ("encoder", pa.string()),
+        ("attention", pa.string()),
+        ("projection", pa.string()),
+        ("projection_lambda", pa.float64()),
+        ("architecture", pa.string()),
+        ("attention_mode", pa.string()),
+        ("seed", pa.int64()),
+        ("derived_splits", pa.bool_()),
+        ("split", pa.string()),
+        ("instance_id", pa.int64()),
+        ("length", pa.int64()),
+        ("label", pa.int64()),
+        ("pred", pa.int64()),
+        ("max_attention", pa.float64()),
+        ("analysis_version", pa.int64()),
+    ]
+)
 
 
-MODEL_COMMON_SCHEMA = pa.schema([f for f in COMMON_SCHEMA if f.name not in
-                                 ("instance_id", "length", "label", "pred", "max_attention")])
+MODEL_COMMON_SCHEMA = pa.schema(
+    [f for f in COMMON_SCHEMA if f.name not in ("instance_id", "length", "label", "pred", "max_attention")]
+)
 
 
 def part_path(grid_results: Path, analysis_id: str, cell_id: str, shard: int) -> Path:
     return grid_results / "analyses" / analysis_id / f"cell={cell_id}" / f"part-{shard:05d}.parquet"
 
 
-def common_columns(grid: str, cell_id: str, config: CellConfig, split: str, version: int,
-                   instance_id: np.ndarray, length: np.ndarray, label: np.ndarray, pred: np.ndarray,
-                   max_attention: np.ndarray) -> dict[str, pa.Array]:
+def common_columns(
+    grid: str,
+    cell_id: str,
+    config: CellConfig,
+    split: str,
+    version: int,
+    instance_id: np.ndarray,
+    length: np.ndarray,
+    label: np.ndarray,
+    pred: np.ndarray,
+    max_attention: np.ndarray,
+) -> dict[str, pa.Array]:
     """The SPEC §3 common columns for n rows of one cell."""
     n = len(instance_id)
-    constants = {"grid": grid, "cell_id": cell_id, **{axis: getattr(config, axis) for axis in AXES},
-                 "derived_splits": config.data.derive_splits, "split": split, "analysis_version": version}
+    constants = {
+        "grid": grid,
+        "cell_id": cell_id,
+        **{axis: getattr(config, axis) for axis in AXES},
+        "derived_splits": config.data.derive_splits,
+        "split": split,
+        "analysis_version": version,
+    }
     columns = {name: pa.array([value] * n, COMMON_SCHEMA.field(name).type) for name, value in constants.items()}
-    for name, values in (("instance_id", instance_id), ("length", length), ("label", label), ("pred", pred),
-                         ("max_attention", max_attention)):
+    for name, values in (
+        ("instance_id", instance_id),
+        ("length", length),
+        ("label", label),
+        ("pred", pred),
+        ("max_attention", max_attention),
+    ):
         columns[name] = pa.array(np.asarray(values), COMMON_SCHEMA.field(name).type)
     return {field.name: columns[field.name] for field in COMMON_SCHEMA}
 
 
-def model_common_columns(grid: str, cell_id: str, config: CellConfig, split: str, version: int,
-                         rows: int) -> dict[str, pa.Array]:
+def model_common_columns(
+    grid: str, cell_id: str, config: CellConfig, split: str, version: int, rows: int
+) -> dict[str, pa.Array]:
     """The common columns of a per-model analysis (no per-instance ones), for `rows` rows."""
-    constants = {"grid": grid, "cell_id": cell_id, **{axis: getattr(config, axis) for axis in AXES},
-                 "derived_splits": config.data.derive_splits, "split": split, "analysis_version": version}
+    constants = {
+        "grid": grid,
+        "cell_id": cell_id,
+        **{axis: getattr(config, axis) for axis in AXES},
+        "derived_splits": config.data.derive_splits,
+        "split": split,
+        "analysis_version": version,
+    }
     return {f.name: pa.array([constants[f.name]] * rows, f.type) for f in MODEL_COMMON_SCHEMA}
 
 
@@ -103,8 +133,11 @@ def drop_cell_parts(grid_results: Path, cell_id: str, analyses: list[str] | None
     """Delete a cell's parts (of every analysis, or of `analyses`): rows of a model that is retrained would
     otherwise pass for rows of the new one. Returns how many partition folders were removed."""
     root = grid_results / "analyses"
-    folders = [root / a / f"cell={cell_id}" for a in analyses] if analyses is not None \
+    folders = (
+        [root / a / f"cell={cell_id}" for a in analyses]
+        if analyses is not None
         else list(root.glob(f"*/cell={cell_id}"))
+    )
     removed = 0
     for folder in folders:
         if folder.is_dir():

@@ -36,9 +36,16 @@ def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
             summary[f"{analysis_id}.instances"] = float(len(cell_rows))
             summary.update({f"{analysis_id}.{k}": v for k, v in module.summarize(cell_rows).items()})
     configs = {c.id: c.config for c in grid.cells}
-    records = [{"grid": grid.spec.name, "cell_id": cell_id,
-                **{axis: getattr(configs[cell_id], axis) for axis in AXES}, **metrics}
-               for cell_id, metrics in sorted(by_cell.items()) if cell_id in configs]
+    records = [
+        {
+            "grid": grid.spec.name,
+            "cell_id": cell_id,
+            **{axis: getattr(configs[cell_id], axis) for axis in AXES},
+            **metrics,
+        }
+        for cell_id, metrics in sorted(by_cell.items())
+        if cell_id in configs
+    ]
     return pd.DataFrame.from_records(records)
 
 
@@ -57,8 +64,11 @@ def log_summaries(grid: ExpandedGrid, frame: pd.DataFrame, tracker) -> int:
         folder = store.cell(record["cell_id"])
         if not (folder.path / "tracking.json").is_file():
             continue
-        metrics = {k: float(v) for k, v in record.items()
-                   if "." in k and isinstance(v, (int, float)) and not math.isnan(float(v))}
+        metrics = {
+            k: float(v)
+            for k, v in record.items()
+            if "." in k and isinstance(v, (int, float)) and not math.isnan(float(v))
+        }
         tracker.log_epoch(folder.read("tracking.json")["mlflow_run_id"], 0, metrics)
         updated += 1
     return updated

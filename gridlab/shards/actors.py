@@ -116,8 +116,10 @@ class AnalysisDispatcher:
             self._fail(job, error)
             self._idle.append(actor)
         elapsed = int(time.monotonic() - self._started)
-        self.emit(f"[{elapsed // 60:02d}:{elapsed % 60:02d}] analyses: {self._done}/{self._shards} shards, "
-                  f"{self.report.written} parts written")
+        self.emit(
+            f"[{elapsed // 60:02d}:{elapsed % 60:02d}] analyses: {self._done}/{self._shards} shards, "
+            f"{self.report.written} parts written"
+        )
 
     def _fail(self, job: ShardJob, error: Exception) -> None:
         last = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
@@ -136,8 +138,13 @@ class AnalysisDispatcher:
     def _new_actor(self):
         resources, spec = self.grid.spec.resources.analysis, self.grid.spec
         return AnalysisActor.options(num_cpus=resources.cpu, num_gpus=resources.gpu).remote(
-            str(self.grid.results_dir.resolve()), str(self.grid.data_dir.resolve()),
-            str((spec.results_dir / "cache").resolve()), spec.device, resources.cpu, resources.gpu)
+            str(self.grid.results_dir.resolve()),
+            str(self.grid.data_dir.resolve()),
+            str((spec.results_dir / "cache").resolve()),
+            spec.device,
+            resources.cpu,
+            resources.gpu,
+        )
 
     @staticmethod
     def _release(actors: list) -> None:
@@ -145,8 +152,12 @@ class AnalysisDispatcher:
             ray.kill(actor)
 
 
-def run_analyses(grid: ExpandedGrid, emit: Callable[[str], None], only: list[str] | None = None,
-                 dispatcher: AnalysisDispatcher | None = None) -> AnalysisReport:
+def run_analyses(
+    grid: ExpandedGrid,
+    emit: Callable[[str], None],
+    only: list[str] | None = None,
+    dispatcher: AnalysisDispatcher | None = None,
+) -> AnalysisReport:
     """Run (or resume) the grid's analyses on every trained cell and wait for them. Ray must be up.
 
     With a `dispatcher` that already runs shards (started while training), only what it has not queued is added.
@@ -178,4 +189,3 @@ def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
         return
     updated = log_summaries(grid, frame, tracker)
     emit(f"summaries: {len(frame)} cells in {summary_path(grid.results_dir)}, logged to {updated} MLflow runs")
-

@@ -54,8 +54,9 @@ def rows_in_test_split(grid_results: Path, cell_id: str) -> int:
     return json.loads((ModelStore(grid_results).cell(cell_id).path / "data.json").read_text())["rows"][SPLIT]
 
 
-def plan_jobs(grid: ExpandedGrid, only: list[str] | None = None,
-              cell_ids: set[str] | None = None) -> tuple[list[ShardJob], int]:
+def plan_jobs(
+    grid: ExpandedGrid, only: list[str] | None = None, cell_ids: set[str] | None = None
+) -> tuple[list[ShardJob], int]:
     """Jobs with at least one missing part, for the trained cells (all, or `cell_ids` and their seed peers);
     and how many parts of those cells already exist.
 
@@ -86,13 +87,22 @@ def plan_jobs(grid: ExpandedGrid, only: list[str] | None = None,
         if per_model:  # one unit over the whole test split, as shard 0
             units.append((Shard(0, 0, rows), per_model))
         for shard, planned in units:
-            missing = {a: p for a, p in planned.items()
-                       if not part_path(grid.results_dir, a, cell.id, shard.index).exists()}
+            missing = {
+                a: p for a, p in planned.items() if not part_path(grid.results_dir, a, cell.id, shard.index).exists()
+            }
             existing += len(planned) - len(missing)
             if missing:
                 uses_peers = any(ANALYSES[a].scope == "grid" for a in missing)
-                jobs.append(ShardJob(grid.spec.name, cell.id, shard, missing, grid.spec.analysis_batch_size,
-                                     peers if uses_peers else ()))
+                jobs.append(
+                    ShardJob(
+                        grid.spec.name,
+                        cell.id,
+                        shard,
+                        missing,
+                        grid.spec.analysis_batch_size,
+                        peers if uses_peers else (),
+                    )
+                )
     return jobs, existing
 
 
@@ -106,5 +116,8 @@ def _with_seed_peers(cell_ids: set[str], configs: dict[str, dict]) -> set[str]:
 
 def _applicable(grid: ExpandedGrid, cell: Cell, only: list[str] | None) -> dict[str, dict]:
     config = cell.config.model_dump()
-    return {a: params.model_dump(mode="json") for a, params in grid.analyses.items()
-            if a in IMPLEMENTATIONS and (only is None or a in only) and ANALYSES[a].applies(config)}
+    return {
+        a: params.model_dump(mode="json")
+        for a, params in grid.analyses.items()
+        if a in IMPLEMENTATIONS and (only is None or a in only) and ANALYSES[a].applies(config)
+    }

@@ -54,9 +54,12 @@ class ShardRunner:
         if not todo:
             return []
         cell = self.load(job.cell_id)
-        contexts = {a: AnalysisContext(job.cell_id, cell.model, self.device,
-                                       ANALYSES[a].params.model_validate(job.analyses[a]), cell.config)
-                    for a in todo}
+        contexts = {
+            a: AnalysisContext(
+                job.cell_id, cell.model, self.device, ANALYSES[a].params.model_validate(job.analyses[a]), cell.config
+            )
+            for a in todo
+        }
         per_model = [a for a in todo if _scope(a) == "model"]
         written = [self._run_model_level(job, cell, IMPLEMENTATIONS[a], contexts[a]) for a in per_model]
         modules = {a: IMPLEMENTATIONS[a] for a in todo if a not in per_model}
@@ -90,8 +93,9 @@ class ShardRunner:
         write_part(path, rows_table(columns, rows, module.SCHEMA))
         return path
 
-    def _write(self, job: ShardJob, config: CellConfig, module: ModuleType, common: list[dict],
-               batches: list[dict]) -> Path:
+    def _write(
+        self, job: ShardJob, config: CellConfig, module: ModuleType, common: list[dict], batches: list[dict]
+    ) -> Path:
         joined = {k: np.concatenate([c[k] for c in common]) for k in common[0]}
         specific = {f.name: np.concatenate([b[f.name] for b in batches]).tolist() for f in module.SCHEMA}
         columns = common_columns(job.grid, job.cell_id, config, SPLIT, module.VERSION, **joined)
@@ -111,8 +115,10 @@ class ShardRunner:
             data = load_dataset(config.dataset, self.data_dir, self.cache_dir, config.data)
             reference = folder.read("data.json")
             if data.vocab.digest() != reference["vocab_sha256"]:
-                raise GridlabError(f"cell {cell_id}: the dataset's vocabulary differs from the one it was trained "
-                                   f"with (cache key {reference['cache_key']} vs {data.cache_key}); retrain with --force")
+                raise GridlabError(
+                    f"cell {cell_id}: the dataset's vocabulary differs from the one it was trained "
+                    f"with (cache key {reference['cache_key']} vs {data.cache_key}); retrain with --force"
+                )
             model = build_model(config, data)
             model.load_state_dict(torch.load(folder.checkpoint, map_location="cpu", weights_only=True))
             self._cells[cell_id] = LoadedCell(config, data, model.to(self.device).eval())

@@ -59,8 +59,11 @@ class Tracker:
         return self._experiment_id
 
     def start_launch(self, pending: int) -> str:
-        run = self.client.create_run(self.experiment_id, run_name=f"launch {time.strftime('%Y-%m-%d %H:%M:%S')}",
-                                     tags={KIND_TAG: "launch", "grid": self.experiment})
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name=f"launch {time.strftime('%Y-%m-%d %H:%M:%S')}",
+            tags={KIND_TAG: "launch", "grid": self.experiment},
+        )
         self.client.log_metric(run.info.run_id, "cells_pending", pending)
         return run.info.run_id
 
@@ -70,8 +73,9 @@ class Tracker:
         self.client.set_terminated(run_id, "FAILED" if failed else "FINISHED")
 
     def find_cell_run(self, cell_id: str) -> str | None:
-        runs = self.client.search_runs([self.experiment_id], f"tags.cell_id = '{cell_id}' and tags.`{KIND_TAG}` = 'cell'",
-                                       max_results=1)
+        runs = self.client.search_runs(
+            [self.experiment_id], f"tags.cell_id = '{cell_id}' and tags.`{KIND_TAG}` = 'cell'", max_results=1
+        )
         return runs[0].info.run_id if runs else None
 
     def cell_run(self, cell_id: str, params: dict[str, Any], tags: dict[str, str], parent_run_id: str) -> str:

@@ -70,15 +70,23 @@ def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimize
     return torch.optim.Adam(groups, lr=train.lr, amsgrad=train.amsgrad)
 
 
-def train_epoch(model: nn.Module, table: pa.Table, train: TrainConfig, optimizer: torch.optim.Optimizer,
-                device: torch.device, epoch_seed: int,
-                loss_of: Callable[[nn.Module, Batch], torch.Tensor] = batch_loss, what: str = "training") -> float:
+def train_epoch(
+    model: nn.Module,
+    table: pa.Table,
+    train: TrainConfig,
+    optimizer: torch.optim.Optimizer,
+    device: torch.device,
+    epoch_seed: int,
+    loss_of: Callable[[nn.Module, Batch], torch.Tensor] = batch_loss,
+    what: str = "training",
+) -> float:
     """One shuffled pass minimising `loss_of(model, batch)` (the task loss; the analyses that train models
     pass their own objective); returns the mean batch loss."""
     model.train()
     losses = []
-    for batch in iterate_batches(table, train.batch_size, shuffle=True, seed=epoch_seed,
-                                 sentences=hierarchical(model), limit=train.max_train):
+    for batch in iterate_batches(
+        table, train.batch_size, shuffle=True, seed=epoch_seed, sentences=hierarchical(model), limit=train.max_train
+    ):
         batch = batch.to(device)
         loss = loss_of(model, batch)
         if not torch.isfinite(loss):
@@ -93,8 +101,9 @@ def train_epoch(model: nn.Module, table: pa.Table, train: TrainConfig, optimizer
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, table: pa.Table, device: torch.device, batch_size: int = 128,
-             target_vocab=None) -> dict[str, float]:
+def evaluate(
+    model: nn.Module, table: pa.Table, device: torch.device, batch_size: int = 128, target_vocab=None
+) -> dict[str, float]:
     """Accuracy and mean cross-entropy over a split; BLEU and token-level loss for translation."""
     model.eval()
     if isinstance(model, Seq2Seq):
@@ -133,8 +142,14 @@ class Trainer:
     def run_epoch(self) -> tuple[EpochRecord, bool]:
         """One epoch of training and the dev evaluation; returns the record and whether dev improved."""
         self.epoch += 1
-        train_loss = train_epoch(self.model, self.data.splits["train"], self.config.train, self.optimizer,
-                                 self.device, epoch_seed=self.config.seed * 1000 + self.epoch)
+        train_loss = train_epoch(
+            self.model,
+            self.data.splits["train"],
+            self.config.train,
+            self.optimizer,
+            self.device,
+            epoch_seed=self.config.seed * 1000 + self.epoch,
+        )
         dev = evaluate(self.model, self.data.splits["dev"], self.device, target_vocab=self.data.target_vocab)
         record = EpochRecord(self.epoch, train_loss, dev)
         self.result.history.append(record)
@@ -173,8 +188,13 @@ class Trainer:
         return self.result
 
 
-def fit(model: nn.Module, data: PreparedDataset, config: CellConfig, device: torch.device,
-        on_epoch: Callable[[EpochRecord, bool], None] | None = None) -> FitResult:
+def fit(
+    model: nn.Module,
+    data: PreparedDataset,
+    config: CellConfig,
+    device: torch.device,
+    on_epoch: Callable[[EpochRecord, bool], None] | None = None,
+) -> FitResult:
     """Train with early stopping on the dev selection metric; `on_epoch(record, improved)` after each epoch."""
     trainer = Trainer(model, data, config, device)
     while not trainer.finished:

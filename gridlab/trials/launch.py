@@ -114,21 +114,29 @@ class AnalyseWhenTrained(tune.Callback):
             self.dispatcher.pump()
 
 
-def _train(grid: ExpandedGrid, pending: list[Cell], force: list[str], emit: Callable[[str], None],
-           dispatcher: AnalysisDispatcher | None) -> LaunchReport:
+def _train(
+    grid: ExpandedGrid,
+    pending: list[Cell],
+    force: list[str],
+    emit: Callable[[str], None],
+    dispatcher: AnalysisDispatcher | None,
+) -> LaunchReport:
     if not pending:
         emit(f"nothing to train: all {len(grid.cells)} cells of {grid.spec.name} are trained")
         return LaunchReport([], {}, len(grid.cells))
-    emit(f"{grid.spec.name}: {len(pending)} of {len(grid.cells)} cells to train; results in {grid.results_dir}/, "
-         f"MLflow at {tracking_uri(grid)}")
+    emit(
+        f"{grid.spec.name}: {len(pending)} of {len(grid.cells)} cells to train; results in {grid.results_dir}/, "
+        f"MLflow at {tracking_uri(grid)}"
+    )
     grid.results_dir.mkdir(parents=True, exist_ok=True)
     tune_root = (grid.results_dir / "tune").resolve()
     tracker = tracker_for(grid)
     store = ModelStore(grid.results_dir)
     for experiment in _unfinished(tune_root):
         emit(f"resuming the interrupted launch {experiment.name}")
-        tune.Tuner.restore(str(experiment), trainable=_trainable(grid), resume_unfinished=True,
-                           resume_errored=False).fit()
+        tune.Tuner.restore(
+            str(experiment), trainable=_trainable(grid), resume_unfinished=True, resume_errored=False
+        ).fit()
         marker = _mark_finished(experiment)
         states = [store.cell(c).state() for c in marker["cells"]]
         tracker.end_launch(marker["parent_run"], states.count("trained"), states.count("failed"))
@@ -148,17 +156,41 @@ def _trainable(grid: ExpandedGrid):
     return tune.with_resources(train_cell, {"cpu": resources.cpu, "gpu": resources.gpu})
 
 
-def _run(grid: ExpandedGrid, cells: list[Cell], tune_root: Path, tracker: Tracker,
-         emit: Callable[[str], None], already: int, dispatcher: AnalysisDispatcher | None) -> None:
+def _run(
+    grid: ExpandedGrid,
+    cells: list[Cell],
+    tune_root: Path,
+    tracker: Tracker,
+    emit: Callable[[str], None],
+    already: int,
+    dispatcher: AnalysisDispatcher | None,
+) -> None:
     resources = grid.spec.resources.train
     cache_dir = grid.spec.results_dir / "cache"
     name = _next_name(tune_root)
-    params = [trial_params(c.id, c.config, grid.data_dir, cache_dir, grid.spec.device, resources.cpu, resources.gpu,
-                           trial_dir=tune_root / name / c.id)
-              for c in cells]
+    params = [
+        trial_params(
+            c.id,
+            c.config,
+            grid.data_dir,
+            cache_dir,
+            grid.spec.device,
+            resources.cpu,
+            resources.gpu,
+            trial_dir=tune_root / name / c.id,
+        )
+        for c in cells
+    ]
     parent = tracker.start_launch(len(cells))
-    progress = GridProgress(grid.spec.name, grid.results_dir.resolve(), tracker, parent,
-                            {c.id: c.config.model_dump(mode="json") for c in cells}, already, emit)
+    progress = GridProgress(
+        grid.spec.name,
+        grid.results_dir.resolve(),
+        tracker,
+        parent,
+        {c.id: c.config.model_dump(mode="json") for c in cells},
+        already,
+        emit,
+    )
     tune_root.mkdir(parents=True, exist_ok=True)
     tuner = tune.Tuner(
         _trainable(grid),
@@ -193,9 +225,13 @@ def _next_name(tune_root: Path) -> str:
 def _unfinished(tune_root: Path) -> list[Path]:
     if not tune_root.is_dir():
         return []
-    return [p for p in sorted(tune_root.glob("launch-*"))
-            if (p / MARKER).is_file() and not json.loads((p / MARKER).read_text())["finished"]
-            and tune.Tuner.can_restore(str(p))]
+    return [
+        p
+        for p in sorted(tune_root.glob("launch-*"))
+        if (p / MARKER).is_file()
+        and not json.loads((p / MARKER).read_text())["finished"]
+        and tune.Tuner.can_restore(str(p))
+    ]
 
 
 def _write_marker(folder: Path, marker: dict) -> None:

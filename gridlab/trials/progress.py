@@ -22,8 +22,16 @@ TAG_KEYS = ("dataset", "encoder", "attention", "projection", "architecture", "at
 class GridProgress(tune.Callback):
     """A Tune callback; it is saved with the experiment, so it holds only plain data and a Tracker."""
 
-    def __init__(self, grid: str, store_root: Path, tracker: Tracker, parent_run: str,
-                 cells: dict[str, dict[str, Any]], already_trained: int, emit: Callable[[str], None]):
+    def __init__(
+        self,
+        grid: str,
+        store_root: Path,
+        tracker: Tracker,
+        parent_run: str,
+        cells: dict[str, dict[str, Any]],
+        already_trained: int,
+        emit: Callable[[str], None],
+    ):
         self.grid = grid
         self.store_root = store_root
         self.tracker = tracker
@@ -60,8 +68,11 @@ class GridProgress(tune.Callback):
             return
         with trial.checkpoint.as_directory() as folder:
             published = self._publish(cell_id, Path(folder))
-        final = {k: v for k, v in result.items()
-                 if k.startswith(("test_", "best_")) or k in ("epochs_trained", "resumed_from_epoch")}
+        final = {
+            k: v
+            for k, v in result.items()
+            if k.startswith(("test_", "best_")) or k in ("epochs_trained", "resumed_from_epoch")
+        }
         self.tracker.finish_cell(self._run_for(cell_id), final, published)
         summary = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k.startswith("test_"))
         self._set(cell_id, "trained", f"{summary} (best epoch {result.get('best_epoch')})")
@@ -73,15 +84,20 @@ class GridProgress(tune.Callback):
     # ------------------------------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
         values = list(self.status.values())
-        return {"trained": self.already_trained + values.count("trained"), "running": values.count("running"),
-                "failed": values.count("failed"), "pending": values.count("pending")}
+        return {
+            "trained": self.already_trained + values.count("trained"),
+            "running": values.count("running"),
+            "failed": values.count("failed"),
+            "pending": values.count("pending"),
+        }
 
     def _run_for(self, cell_id: str) -> str:
         if cell_id not in self.runs:
             config = self.cells[cell_id]
             tags = {"grid": self.grid, **{k: str(config[k]) for k in TAG_KEYS}}
-            self.runs[cell_id] = self.tracker.cell_run(cell_id, {"cell_id": cell_id, **flatten(config)}, tags,
-                                                       self.parent_run)
+            self.runs[cell_id] = self.tracker.cell_run(
+                cell_id, {"cell_id": cell_id, **flatten(config)}, tags, self.parent_run
+            )
         return self.runs[cell_id]
 
     def _publish(self, cell_id: str, folder: Path) -> Path:
@@ -106,8 +122,10 @@ class GridProgress(tune.Callback):
         what = f"{config['dataset']}/{config['encoder']}/{config['attention']}/seed {config['seed']}"
         c = self.counts()
         elapsed = time.monotonic() - self.started
-        self.emit(f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {cell_id} {what}: {status}: {detail} | "
-                  f"{c['trained']} trained, {c['running']} running, {c['failed']} failed, {c['pending']} pending")
+        self.emit(
+            f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {cell_id} {what}: {status}: {detail} | "
+            f"{c['trained']} trained, {c['running']} running, {c['failed']} failed, {c['pending']} pending"
+        )
 
 
 def _last_error_line(trial) -> str:

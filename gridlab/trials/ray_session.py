@@ -33,9 +33,16 @@ def ray_session(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> It
     local = address in (None, "local")
     quiet_environment(local_ray=local)
     # address="local": always a new Ray, never one that another process left registered on this machine
-    kwargs = ({"address": "local", "num_cpus": os.cpu_count(), "include_dashboard": False,
-               "_node_ip_address": os.environ.get("GRIDLAB_RAY_NODE_IP", LOCAL_NODE_IP)}
-              if local else {"address": address})
+    kwargs = (
+        {
+            "address": "local",
+            "num_cpus": os.cpu_count(),
+            "include_dashboard": False,
+            "_node_ip_address": os.environ.get("GRIDLAB_RAY_NODE_IP", LOCAL_NODE_IP),
+        }
+        if local
+        else {"address": address}
+    )
     _init_with_timeout(kwargs, timeout_s, address or "a local Ray")
     try:
         yield
@@ -51,8 +58,10 @@ def _init_with_timeout(kwargs: dict, timeout_s: float, target: str) -> None:
         try:
             subprocess.run([sys.executable, "-c", probe], check=True, timeout=timeout_s, capture_output=True)
         except subprocess.TimeoutExpired:
-            raise GridlabError(f"could not connect to {target} within {timeout_s:.0f}s (check the address and "
-                               "that RAY_AUTH_MODE matches the cluster's)") from None
+            raise GridlabError(
+                f"could not connect to {target} within {timeout_s:.0f}s (check the address and "
+                "that RAY_AUTH_MODE matches the cluster's)"
+            ) from None
         except subprocess.CalledProcessError as error:
             last = (error.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
             raise GridlabError(f"could not connect to {target}: {last[0]}") from None

@@ -33,13 +33,28 @@ TRAINER_STATE = "trainer.pt"
 FINAL_FILES = ("model.pt", "config.json", "data.json", "history.json", "metrics.json")
 
 
-def trial_params(cell_id: str, config: CellConfig, data_dir: Path, cache_dir: Path, device: str,
-                 cpus: float, gpus: float, trial_dir: Path) -> dict[str, Any]:
+def trial_params(
+    cell_id: str,
+    config: CellConfig,
+    data_dir: Path,
+    cache_dir: Path,
+    device: str,
+    cpus: float,
+    gpus: float,
+    trial_dir: Path,
+) -> dict[str, Any]:
     """Everything a trial needs, as plain JSON-able values (Tune stores them with the experiment).
     `trial_dir` is where Tune persists this trial's checkpoints (storage path / experiment / cell id)."""
-    return {"cell_id": cell_id, "cell": config.model_dump(mode="json"), "data_dir": str(data_dir.resolve()),
-            "trial_dir": str(trial_dir),
-            "cache_dir": str(cache_dir.resolve()), "device": device, "cpus": cpus, "gpus": gpus}
+    return {
+        "cell_id": cell_id,
+        "cell": config.model_dump(mode="json"),
+        "data_dir": str(data_dir.resolve()),
+        "trial_dir": str(trial_dir),
+        "cache_dir": str(cache_dir.resolve()),
+        "device": device,
+        "cpus": cpus,
+        "gpus": gpus,
+    }
 
 
 def cell_id_of(trial) -> str:
@@ -59,8 +74,10 @@ def train_cell(config: dict[str, Any]) -> None:
     checkpoint = _resume_point(Path(params["trial_dir"]))
     if checkpoint is not None:
         if (checkpoint / "metrics.json").is_file():  # finished before the driver could publish it
-            tune.report(json.loads((checkpoint / "metrics.json").read_text()),
-                        checkpoint=tune.Checkpoint.from_directory(str(checkpoint)))
+            tune.report(
+                json.loads((checkpoint / "metrics.json").read_text()),
+                checkpoint=tune.Checkpoint.from_directory(str(checkpoint)),
+            )
             return
         trainer.load_state_dict(torch.load(checkpoint / TRAINER_STATE, map_location=device, weights_only=False))
         resumed_from = trainer.epoch
@@ -68,8 +85,12 @@ def train_cell(config: dict[str, Any]) -> None:
     try:
         while not trainer.finished:
             record, improved = trainer.run_epoch()
-            metrics = {"epoch": record.epoch, "train_loss": record.train_loss, "improved": improved,
-                       **{f"dev_{k}": v for k, v in record.dev.items()}}
+            metrics = {
+                "epoch": record.epoch,
+                "train_loss": record.train_loss,
+                "improved": improved,
+                **{f"dev_{k}": v for k, v in record.dev.items()},
+            }
             with tempfile.TemporaryDirectory() as folder:
                 torch.save(trainer.state_dict(), Path(folder) / TRAINER_STATE)
                 tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
@@ -104,8 +125,9 @@ def _checkpoint_epoch(folder: Path) -> float:
         return -1
 
 
-def _report_final(trainer: Trainer, data: PreparedDataset, config: CellConfig, cell_id: str,
-                  device: torch.device, resumed_from: int) -> None:
+def _report_final(
+    trainer: Trainer, data: PreparedDataset, config: CellConfig, cell_id: str, device: torch.device, resumed_from: int
+) -> None:
     result = trainer.select_best()
     test = evaluate(trainer.model, data.splits["test"], device, target_vocab=data.target_vocab)
     metric = trainer.metric

@@ -28,8 +28,15 @@ TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
 def perturbed_model(data, encoder: str, alignment: str, projection: str = "softmax", seed: int = 0):
     """A tiny untrained model with noise added to its weights (more outside attention), so outputs move with
     attention and decisions can flip."""
-    config = CellConfig(dataset="synthetic", encoder=encoder, attention=alignment, projection=projection,
-                        architecture="flat", seed=seed, model=TINY)
+    config = CellConfig(
+        dataset="synthetic",
+        encoder=encoder,
+        attention=alignment,
+        projection=projection,
+        architecture="flat",
+        seed=seed,
+        model=TINY,
+    )
     model = build_model(config, data).eval()
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():

@@ -26,8 +26,10 @@ TINY = ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)
 FEW = AdversarialParams(k=3, steps=30)  # run vs reference: enough steps to move, cheap for the reference loop
 QUICK = adversarial.Convergence(window=10, rtol=1e-2)  # stops some instances within 150 steps
 SHARPEN = 30.0
-CASES = [*itertools.product(["lstm", "cnn", "average"], ["additive", "dot"], ["softmax"]),
-         ("lstm", "additive", "sparsemax")]  # sparsemax: the model's alpha has zeros
+CASES = [
+    *itertools.product(["lstm", "cnn", "average"], ["additive", "dot"], ["softmax"]),
+    ("lstm", "additive", "sparsemax"),
+]  # sparsemax: the model's alpha has zeros
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +38,9 @@ def picked(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return short_synthetic_rows(tmp_path_factory.mktemp("synthetic"), n_test=16)
 
 
-def model_for(picked: dict, encoder: str, alignment: str, projection: str = "softmax",
-              seed: int = 0) -> AttentionClassifier:
+def model_for(
+    picked: dict, encoder: str, alignment: str, projection: str = "softmax", seed: int = 0
+) -> AttentionClassifier:
     """A tiny untrained model with larger weights, so the output moves with attention and eps binds."""
     return perturbed_model(picked["data"], encoder, alignment, projection, seed)
 
@@ -68,8 +71,14 @@ def select(rows: dict, indices) -> dict:
     return {key: [values[i] for i in indices] for key, values in rows.items()}
 
 
-def analyse(model: AttentionClassifier, batch: Batch, params: AdversarialParams = FEW, cell: str = CELL,
-            how=adversarial.run, **kwargs) -> tuple[dict[str, np.ndarray], SharedPass]:
+def analyse(
+    model: AttentionClassifier,
+    batch: Batch,
+    params: AdversarialParams = FEW,
+    cell: str = CELL,
+    how=adversarial.run,
+    **kwargs,
+) -> tuple[dict[str, np.ndarray], SharedPass]:
     shared = forward_once(model, batch)
     with torch.no_grad():  # as a caller may run it: the optimisation turns gradients back on for itself
         return how(AnalysisContext(cell, model, torch.device("cpu"), params), shared, **kwargs), shared
@@ -83,8 +92,7 @@ def assert_same(columns: dict[str, np.ndarray], expected: dict[str, np.ndarray],
         np.testing.assert_array_equal(columns[name], expected[name], err_msg=name)
 
 
-def check_invariants(columns: dict[str, np.ndarray], lengths: list[int], params: AdversarialParams,
-                     eps: float) -> None:
+def check_invariants(columns: dict[str, np.ndarray], lengths: list[int], params: AdversarialParams, eps: float) -> None:
     assert [columns[f.name].dtype for f in adversarial.SCHEMA] == [np.float64, np.float64, np.int64, np.int64]
     jsd, tvd = columns["jsd_eps_max"], columns["tvd_at_jsd"]
     assert ((tvd >= 0) & (tvd <= eps)).all()
@@ -180,8 +188,9 @@ def test_rows_are_seeded_and_independent_of_grouping_and_padding(picked):
     eight = list(range(1, 9))
     together, _ = analyse(model, collate(select(rows, eight)), params, convergence=QUICK)
     assert len(set(together["steps_run"].tolist())) > 1  # freezing is exercised
-    halves = [analyse(model, collate(select(rows, half)), params, convergence=QUICK)[0]
-              for half in (eight[:4], eight[4:])]
+    halves = [
+        analyse(model, collate(select(rows, half)), params, convergence=QUICK)[0] for half in (eight[:4], eight[4:])
+    ]
     assert_same(together, {name: np.concatenate([h[name] for h in halves]) for name in together}, atol=1e-6)
     alone = [analyse(model, collate(select(rows, [i])), params, convergence=QUICK)[0] for i in eight]  # no padding
     assert_same(together, {name: np.concatenate([a[name] for a in alone]) for name in together}, atol=1e-6)

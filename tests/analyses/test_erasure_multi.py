@@ -49,8 +49,13 @@ def select(rows: dict, indices) -> dict:
     return {key: [values[i] for i in indices] for key, values in rows.items()}
 
 
-def analyse(model: AttentionClassifier, batch: Batch, params: ErasureMultiParams = PARAMS, cell: str = CELL,
-            how=erasure_multi.run) -> tuple[dict[str, np.ndarray], SharedPass]:
+def analyse(
+    model: AttentionClassifier,
+    batch: Batch,
+    params: ErasureMultiParams = PARAMS,
+    cell: str = CELL,
+    how=erasure_multi.run,
+) -> tuple[dict[str, np.ndarray], SharedPass]:
     shared = forward_once(model, batch)
     return how(AnalysisContext(cell, model, torch.device("cpu"), params), shared), shared
 
@@ -173,13 +178,21 @@ class Outlier(AttentionClassifier):
 
 
 def test_one_position_alone_decides():
-    sequences = [[PLAIN] * 3 + [OUTLIER] + [PLAIN] * 4, [OUTLIER] + [PLAIN] * 4, [PLAIN] * 11 + [OUTLIER],
-                 [PLAIN] * 6, [OUTLIER] * 1]
+    sequences = [
+        [PLAIN] * 3 + [OUTLIER] + [PLAIN] * 4,
+        [OUTLIER] + [PLAIN] * 4,
+        [PLAIN] * 11 + [OUTLIER],
+        [PLAIN] * 6,
+        [OUTLIER] * 1,
+    ]
     batch = collate({"ids": sequences, "label": [0] * 5, "instance_id": [10, 11, 12, 13, 14]})
     columns, shared = analyse(Outlier().eval(), batch, ErasureMultiParams())
     assert shared.pred.tolist() == [1, 1, 1, 0, 1]
-    assert as_lists(columns) == as_lists(erasure_multi.reference(
-        AnalysisContext(CELL, Outlier().eval(), torch.device("cpu"), ErasureMultiParams()), shared))
+    assert as_lists(columns) == as_lists(
+        erasure_multi.reference(
+            AnalysisContext(CELL, Outlier().eval(), torch.device("cpu"), ErasureMultiParams()), shared
+        )
+    )
     for b, sequence in enumerate(sequences[:3]):
         for name in ("attention", "gradient", "grad_x_attention", "exact"):
             assert columns[f"removed_{name}"][b] == 1

@@ -50,8 +50,9 @@ SHARPEN = 10.0
 @pytest.fixture(scope="module")
 def datasets(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     tmp = tmp_path_factory.mktemp("importance")
-    synthetic = DataConfig(synthetic=SyntheticConfig(n_train=60, n_dev=5, n_test=16, planted=1, distractors=0,
-                                                     min_length=1, max_length=12))
+    synthetic = DataConfig(
+        synthetic=SyntheticConfig(n_train=60, n_dev=5, n_test=16, planted=1, distractors=0, min_length=1, max_length=12)
+    )
     return {
         "synthetic": load_dataset("synthetic", tmp, tmp / "cache", synthetic),
         "sick": load_dataset("sick", data_dir, tmp / "cache", DataConfig()),
@@ -61,8 +62,7 @@ def datasets(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def model_of(datasets, architecture: str, encoder: str, alignment: str = "additive", sizes: ModelConfig = TINY):
     dataset = DATASET[architecture]
-    config = CellConfig(dataset=dataset, encoder=encoder, attention=alignment, architecture=architecture,
-                        model=sizes)
+    config = CellConfig(dataset=dataset, encoder=encoder, attention=alignment, architecture=architecture, model=sizes)
     model = build_model(config, datasets[dataset]).eval()
     with torch.no_grad():  # untrained, alpha is near uniform and the output near constant: sharpen both
         for name, parameter in model.attention.named_parameters():
@@ -184,8 +184,10 @@ def test_gradient_is_the_derivative_of_scaling_the_embedding(datasets):
         assert float(g[b, t]) == pytest.approx(abs(ys[0] - ys[1]) / (2 * eps), rel=1e-5, abs=1e-12)
 
 
-@pytest.mark.parametrize(("encoder", "variant"), [("lstm", "jain_wallace"), ("cnn", "jain_wallace"),
-                                                  ("cnn", "serrano_smith"), ("average", "jain_wallace")])
+@pytest.mark.parametrize(
+    ("encoder", "variant"),
+    [("lstm", "jain_wallace"), ("cnn", "jain_wallace"), ("cnn", "serrano_smith"), ("average", "jain_wallace")],
+)
 def test_leave_one_out_equals_the_instance_rebuilt_without_the_token(datasets, encoder, variant):
     # cnn / average take the local path (h spliced around the gap), lstm re-encodes every shortened row
     model, data = model_of(datasets, "flat", encoder, sizes=TINY.model_copy(update={"cnn_variant": variant}))
@@ -196,8 +198,11 @@ def test_leave_one_out_equals_the_instance_rebuilt_without_the_token(datasets, e
     b = int(np.argmax([len(ids) for ids in rows["ids"]]))
     tokens = rows["ids"][b]
     for t in range(len(tokens)):
-        alone = {"ids": [tokens[:t] + tokens[t + 1 :]], "label": rows["label"][b : b + 1],
-                 "instance_id": rows["instance_id"][b : b + 1]}
+        alone = {
+            "ids": [tokens[:t] + tokens[t + 1 :]],
+            "label": rows["label"][b : b + 1],
+            "instance_id": rows["instance_id"][b : b + 1],
+        }
         with torch.no_grad():
             expected = torch.softmax(model(collate(alone)), -1)[0]
         torch.testing.assert_close(probs[b, t + 1], expected, rtol=0, atol=1e-6)  # slot t + 1: after <sos>
@@ -210,15 +215,23 @@ def test_kendall_is_scipy_tau_b_and_null_where_undefined():
     assert kendall(a, b) == pytest.approx((expected.statistic, expected.pvalue))
     assert kendall(np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 8.0]))[0] == pytest.approx(1.0)
     assert kendall(np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0]))[0] == pytest.approx(-1.0)
-    for x, y in (([0.5], [1.0]), ([], []), ([0.5, 0.5], [1.0, 2.0]), ([0.2, 0.8], [1.0, 1.0]),
-                 ([0.2, 0.8], [1.0, math.nan])):
+    for x, y in (
+        ([0.5], [1.0]),
+        ([], []),
+        ([0.5, 0.5], [1.0, 2.0]),
+        ([0.2, 0.8], [1.0, 1.0]),
+        ([0.2, 0.8], [1.0, math.nan]),
+    ):
         assert kendall(np.array(x), np.array(y)) == (None, None)
 
 
 # ----- run == reference on small real models -------------------------------------------------------------
 
-CASES = [*itertools.product(["flat", "pair"], ENCODERS, ["additive", "dot"]),
-         ("han", "lstm", "additive"), ("han", "cnn", "dot")]
+CASES = [
+    *itertools.product(["flat", "pair"], ENCODERS, ["additive", "dot"]),
+    ("han", "lstm", "additive"),
+    ("han", "cnn", "dot"),
+]
 
 
 @pytest.mark.parametrize(("architecture", "encoder", "alignment"), CASES)
@@ -309,8 +322,9 @@ def test_tvd_beside_the_dominant_class_is_the_tvd():
 # ----- invariance and determinism ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("architecture", "encoder"), [("flat", "lstm"), ("flat", "cnn"), ("pair", "average"),
-                                                       ("han", "gru")])
+@pytest.mark.parametrize(
+    ("architecture", "encoder"), [("flat", "lstm"), ("flat", "cnn"), ("pair", "average"), ("han", "gru")]
+)
 def test_rows_do_not_depend_on_grouping_padding_or_chunking(datasets, architecture, encoder):
     model, data = model_of(datasets, architecture, encoder)
     rows = rows_of(data)
@@ -333,8 +347,11 @@ def test_rows_do_not_depend_on_grouping_padding_or_chunking(datasets, architectu
         part = importance_correlation.run(context(model), shared)
         for name, values in part.items():
             regrouped[name].extend(zip(group, values))
-    assert_columns_close({name: np.array([v for _, v in sorted(pairs)], dtype=object)
-                          for name, pairs in regrouped.items()}, columns, loo_atol(encoder))
+    assert_columns_close(
+        {name: np.array([v for _, v in sorted(pairs)], dtype=object) for name, pairs in regrouped.items()},
+        columns,
+        loo_atol(encoder),
+    )
 
 
 def test_deterministic(datasets):
@@ -346,8 +363,10 @@ def test_deterministic(datasets):
         assert list(first[name]) == list(second[name])
 
 
-@pytest.mark.parametrize(("encoder", "projection"), [("cnn", "sparsemax"), ("average", "entmax15"),
-                                                     ("lstm", "sparsemax"), ("gru", "entmax15")])
+@pytest.mark.parametrize(
+    ("encoder", "projection"),
+    [("cnn", "sparsemax"), ("average", "entmax15"), ("lstm", "sparsemax"), ("gru", "entmax15")],
+)
 def test_leave_one_out_under_sparse_projections(datasets, encoder, projection):
     # the local path projects the spliced scores itself and the recurrent path calls `attend` on assembled
     # rows: both must match rebuilding each instance, exact zeros included

@@ -23,9 +23,13 @@ CPU = torch.device("cpu")
 def trained(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("d")
     data = load_dataset("synthetic", root, root / "c", DataConfig(synthetic=SyntheticConfig(n_test=60)))
-    config = CellConfig(dataset="synthetic", encoder="transformer", seed=1,
-                        model=ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16),
-                        train=TrainConfig(epochs=3, lr=0.003))
+    config = CellConfig(
+        dataset="synthetic",
+        encoder="transformer",
+        seed=1,
+        model=ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16),
+        train=TrainConfig(epochs=3, lr=0.003),
+    )
     model = build_model(config, data)
     fit(model, data, config, CPU)
     return model.eval(), data
@@ -61,6 +65,8 @@ def test_permuted_attention_stays_on_the_real_keys(trained):
 
 def test_non_transformer_models_are_refused(trained):
     _, data = trained
-    lstm = build_model(CellConfig(dataset="synthetic", encoder="lstm", model=ModelConfig(embedding_dim=8, hidden_size=4)), data)
+    lstm = build_model(
+        CellConfig(dataset="synthetic", encoder="lstm", model=ModelConfig(embedding_dim=8, hidden_size=4)), data
+    )
     with pytest.raises(ValueError, match="needs a transformer encoder"):
         layer_permutation.run_model(AnalysisContext("cell", lstm, CPU, NoParams()), data)

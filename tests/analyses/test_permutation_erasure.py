@@ -56,9 +56,15 @@ class Toy(AttentionClassifier):
 
 
 # token -> (value, score); softmax of the scores log(w) gives the weights w
-TOKENS = {4: (0.9, math.log(0.8)), 5: (0.1, math.log(0.2)),  # alpha (0.8, 0.2) on "4 5"
-          6: (0.9, 1.0), 7: (0.1, -1.0),  # sparsemax: alpha (1, 0) on "6 7"
-          8: (0.9, math.log(0.5)), 9: (0.5, math.log(0.3)), 10: (0.1, math.log(0.2))}  # (0.5, 0.3, 0.2)
+TOKENS = {
+    4: (0.9, math.log(0.8)),
+    5: (0.1, math.log(0.2)),  # alpha (0.8, 0.2) on "4 5"
+    6: (0.9, 1.0),
+    7: (0.1, -1.0),  # sparsemax: alpha (1, 0) on "6 7"
+    8: (0.9, math.log(0.5)),
+    9: (0.5, math.log(0.3)),
+    10: (0.1, math.log(0.2)),
+}  # (0.5, 0.3, 0.2)
 
 
 def toy_pass(docs: list[list[int]], projection: str = "softmax", ids: list[int] | None = None, tokens=TOKENS):
@@ -74,8 +80,10 @@ def context(model, params=None, cell: str = CELL) -> AnalysisContext:
 
 def js_by_hand(p: float, q: float) -> float:
     """Natural-log JSD of the binary distributions [1 - p, p] and [1 - q, q]."""
+
     def kl(a, b):
         return sum(x * math.log(x / y) for x, y in zip(a, b) if x > 0)
+
     pp, qq = (1 - p, p), (1 - q, q)
     m = tuple((x + y) / 2 for x, y in zip(pp, qq))
     return 0.5 * kl(pp, m) + 0.5 * kl(qq, m)
@@ -84,8 +92,11 @@ def js_by_hand(p: float, q: float) -> float:
 def test_permutation_two_tokens_by_hand():
     # T = 2: a permutation is the identity (TVD 0) or the swap, TVD |alpha_1 - alpha_2| |h_1 - h_2|
     docs = [[4, 5], [5, 4], [4, 4], [6, 7], [4, 5, 5, 4, 5]]  # the last pads the others
-    for projection, rows, swap_tvd in (("softmax", [0, 1], 0.6 * 0.8), ("softmax", [2], 0.0),
-                                       ("sparsemax", [3], 1.0 * 0.8)):
+    for projection, rows, swap_tvd in (
+        ("softmax", [0, 1], 0.6 * 0.8),
+        ("softmax", [2], 0.0),
+        ("sparsemax", [3], 1.0 * 0.8),
+    ):
         model, shared = toy_pass(docs, projection)
         columns = permutation.run(context(model, PermutationParams(n=100)), shared)
         alphas = permutation.permuted_alphas(shared, CELL, 100)  # (B, n, T)
@@ -183,14 +194,16 @@ def test_single_token_instances_are_null_for_erasure_and_zero_for_permutation():
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("synthetic")
-    config = DataConfig(synthetic=SyntheticConfig(n_train=60, n_dev=5, n_test=16, planted=1, distractors=0,
-                                                  min_length=1, max_length=12))
+    config = DataConfig(
+        synthetic=SyntheticConfig(n_train=60, n_dev=5, n_test=16, planted=1, distractors=0, min_length=1, max_length=12)
+    )
     return load_dataset("synthetic", Path(tmp), Path(tmp) / "cache", config)
 
 
 def real_model(data, encoder: str, alignment: str, projection: str):
-    config = CellConfig(dataset="synthetic", encoder=encoder, attention=alignment, projection=projection,
-                        seed=0, model=TINY)
+    config = CellConfig(
+        dataset="synthetic", encoder=encoder, attention=alignment, projection=projection, seed=0, model=TINY
+    )
     model = build_model(config, data).eval()
     with torch.no_grad():  # untrained, alpha is near uniform and the head near constant: sharpen both
         for name, parameter in model.attention.named_parameters():
@@ -257,8 +270,9 @@ def test_outputs_move_and_decisions_flip(data):
     assert True in set(columns["flip_top"]) and True in set(columns["flip_rand"])
 
 
-@pytest.mark.parametrize(("encoder", "alignment", "projection"), [("lstm", "additive", "softmax"),
-                                                                   ("cnn", "dot", "sparsemax")])
+@pytest.mark.parametrize(
+    ("encoder", "alignment", "projection"), [("lstm", "additive", "softmax"), ("cnn", "dot", "sparsemax")]
+)
 def test_padding_seeds_and_batching_do_not_change_rows(data, encoder, alignment, projection):
     model = real_model(data, encoder, alignment, projection)
     rows = picked(data)

@@ -164,9 +164,13 @@ def test_auc_is_the_share_of_correctly_ordered_pairs_on_random_rows():
 
 
 def test_han_items_are_sentences_with_any_rationale_word(synthetic):
-    rows = {"ids": [[5, 6, 7, 8, 9], [5, 6], []], "sentence_starts": [[0, 2, 4], [0], [0]],
-            "rationale": [[False, False, False, True, False], [True, False], []],
-            "label": [0, 1, 0], "instance_id": [0, 1, 2]}
+    rows = {
+        "ids": [[5, 6, 7, 8, 9], [5, 6], []],
+        "sentence_starts": [[0, 2, 4], [0], [0]],
+        "rationale": [[False, False, False, True, False], [True, False], []],
+        "label": [0, 1, 0],
+        "instance_id": [0, 1, 2],
+    }
     model = model_of(synthetic, "gru", "han")
     shared = forward_once(model, collate(rows, sentences=True))
     assert item_rationale(shared).tolist() == [[False, True, False], [True, False, False], [False, False, False]]
@@ -183,8 +187,9 @@ def test_a_batch_without_rationale_is_refused(synthetic, rows):
 # ----- real models ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("encoder", "architecture"), [("lstm", "flat"), ("cnn", "flat"), ("average", "flat"),
-                                                       ("gru", "han")])
+@pytest.mark.parametrize(
+    ("encoder", "architecture"), [("lstm", "flat"), ("cnn", "flat"), ("average", "flat"), ("gru", "han")]
+)
 def test_run_equals_reference_with_bounds_and_nulls(synthetic, rows, encoder, architecture):
     model = model_of(synthetic, encoder, architecture)
     han = architecture == "han"
@@ -238,8 +243,13 @@ def test_rows_do_not_depend_on_batch_grouping(synthetic, rows, encoder):
 def test_columns_write_with_the_schema_and_summarize(synthetic, rows):
     model = model_of(synthetic, "cnn")
     columns = rationale_recovery.run(context(model), forward_once(model, collate(rows)))
-    table = pa.table({field.name: pa.array(columns[field.name].tolist(), field.type, from_pandas=False)
-                      for field in rationale_recovery.SCHEMA}, schema=rationale_recovery.SCHEMA)
+    table = pa.table(
+        {
+            field.name: pa.array(columns[field.name].tolist(), field.type, from_pandas=False)
+            for field in rationale_recovery.SCHEMA
+        },
+        schema=rationale_recovery.SCHEMA,
+    )
     frame = table.to_pandas()
     summary = rationale_recovery.summarize(frame)
     expected_keys = {f"auc_{name}_mean" for name in RANKINGS}
@@ -254,9 +264,14 @@ def test_columns_write_with_the_schema_and_summarize(synthetic, rows):
 
 
 def test_summarize_of_an_unrequested_ranking_is_nan():
-    frame = pd.DataFrame({"ks": [[1, 2], [1, 2]], "rationale_tokens": [1, 0],
-                          **{f"auc_{name}": [0.75, None] for name in RANKINGS},
-                          **{f"precision_at_k_{name}": [[1.0, 0.5], None] for name in RANKINGS}})
+    frame = pd.DataFrame(
+        {
+            "ks": [[1, 2], [1, 2]],
+            "rationale_tokens": [1, 0],
+            **{f"auc_{name}": [0.75, None] for name in RANKINGS},
+            **{f"precision_at_k_{name}": [[1.0, 0.5], None] for name in RANKINGS},
+        }
+    )
     frame["auc_gradient"] = [None, None]
     frame["precision_at_k_gradient"] = [None, None]
     summary = rationale_recovery.summarize(frame)
@@ -268,18 +283,27 @@ def test_summarize_of_an_unrequested_ranking_is_nan():
 
 
 def test_trained_attention_recovers_the_planted_rationale(tmp_path: Path):
-    data = load_dataset("synthetic", tmp_path, tmp_path / "cache",
-                        DataConfig(synthetic=SyntheticConfig(n_train=1000, n_dev=100, n_test=200)))
-    config = CellConfig(dataset="synthetic", encoder="average",
-                        model=ModelConfig(embedding_dim=32, hidden_size=32, attention_size=32),
-                        train=TrainConfig(epochs=2, batch_size=32, lr=0.003))
+    data = load_dataset(
+        "synthetic",
+        tmp_path,
+        tmp_path / "cache",
+        DataConfig(synthetic=SyntheticConfig(n_train=1000, n_dev=100, n_test=200)),
+    )
+    config = CellConfig(
+        dataset="synthetic",
+        encoder="average",
+        model=ModelConfig(embedding_dim=32, hidden_size=32, attention_size=32),
+        train=TrainConfig(epochs=2, batch_size=32, lr=0.003),
+    )
     model = build_model(config, data)
 
     def attention_summary() -> dict[str, float]:
         model.eval()
         recovery = context(model, rankings=["attention"], ks=[2])
-        rows = [rationale_recovery.run(recovery, forward_once(model, batch))
-                for batch in iterate_batches(data.splits["test"], 100)]
+        rows = [
+            rationale_recovery.run(recovery, forward_once(model, batch))
+            for batch in iterate_batches(data.splits["test"], 100)
+        ]
         frame = pd.DataFrame({name: np.concatenate([r[name] for r in rows]) for name in rows[0]})
         return rationale_recovery.summarize(frame)
 

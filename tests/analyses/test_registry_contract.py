@@ -32,8 +32,13 @@ from gridlab.shards.runner import ShardRunner
 
 LN2 = math.log(2)
 INSTANCES = 30
-FAST = {"permutation": {"n": 12}, "erasure_multi": {"exact_max_len": 9}, "adversarial": {"k": 3, "steps": 30},
-        "adversarial_model": {"epochs": 2}, "diagnostic_mlp": {"epochs": 2, "hidden": 8}}
+FAST = {
+    "permutation": {"n": 12},
+    "erasure_multi": {"exact_max_len": 9},
+    "adversarial": {"k": 3, "steps": 30},
+    "adversarial_model": {"epochs": 2},
+    "diagnostic_mlp": {"epochs": 2, "hidden": 8},
+}
 PER_INSTANCE = sorted(a for a, m in IMPLEMENTATIONS.items() if getattr(m, "SCOPE", "instance") in ("instance", "grid"))
 PER_MODEL = sorted(a for a in IMPLEMENTATIONS if a not in PER_INSTANCE and a != "layer_permutation")
 # layer_permutation applies to transformer encoders only: tests/analyses/test_layer_permutation.py
@@ -60,9 +65,15 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
     """A grid-results folder holding one 'trained' tiny model (random weights, sharpened so decisions flip)."""
     root = tmp_path_factory.mktemp("grid")
     cache = tmp_path_factory.mktemp("cache")
-    data_config = DataConfig(synthetic=SyntheticConfig(n_train=100, n_dev=20, n_test=INSTANCES, min_length=4, max_length=12))
-    config = CellConfig(dataset="synthetic", encoder="lstm", model=ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8),
-                        data=data_config)
+    data_config = DataConfig(
+        synthetic=SyntheticConfig(n_train=100, n_dev=20, n_test=INSTANCES, min_length=4, max_length=12)
+    )
+    config = CellConfig(
+        dataset="synthetic",
+        encoder="lstm",
+        model=ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8),
+        data=data_config,
+    )
     config = config.model_copy(update={"data": config.data.resolve(DATASETS["synthetic"])})
     data = load_dataset("synthetic", root, cache, config.data)
     model = build_model(config, data).eval()
@@ -85,15 +96,21 @@ def publish(tmp_path_factory, root: Path, config: CellConfig, data, model) -> st
     identifier = cell_id(config)
     staged = tmp_path_factory.mktemp("staged")
     torch.save(model.state_dict(), staged / "model.pt")
-    files = {"config.json": {"cell_id": identifier, **config.model_dump(mode="json")}, "data.json": data_reference(data),
-             "metrics.json": {"test_accuracy": 0.0}, "history.json": []}
+    files = {
+        "config.json": {"cell_id": identifier, **config.model_dump(mode="json")},
+        "data.json": data_reference(data),
+        "metrics.json": {"test_accuracy": 0.0},
+        "history.json": [],
+    }
     for name, value in files.items():
         (staged / name).write_text(json.dumps(value))
     ModelStore(root).publish(identifier, staged, {})
     return identifier
 
 
-def run_all(store: tuple[Path, Path, str, str], out: Path, shard_size: int, batch_size: int = 6) -> dict[str, pd.DataFrame]:
+def run_all(
+    store: tuple[Path, Path, str, str], out: Path, shard_size: int, batch_size: int = 6
+) -> dict[str, pd.DataFrame]:
     root, cache, identifier, peer = store
     (out / "models").parent.mkdir(parents=True, exist_ok=True)
     if not (out / "models").exists():
@@ -103,8 +120,9 @@ def run_all(store: tuple[Path, Path, str, str], out: Path, shard_size: int, batc
     for shard in plan_shards(INSTANCES, None, shard_size):
         runner.run(ShardJob("g", identifier, shard, analyses, batch_size, peers=(peer,)))
     runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES), {a: FAST.get(a, {}) for a in PER_MODEL}))
-    frames = {a: pd.read_parquet(out / "analyses" / a).sort_values("instance_id").reset_index(drop=True)
-              for a in PER_INSTANCE}
+    frames = {
+        a: pd.read_parquet(out / "analyses" / a).sort_values("instance_id").reset_index(drop=True) for a in PER_INSTANCE
+    }
     return frames | {a: pd.read_parquet(out / "analyses" / a) for a in PER_MODEL}
 
 

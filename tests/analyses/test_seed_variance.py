@@ -59,7 +59,12 @@ def test_hand_worked_jsd_between_two_attention_vectors(rows):
 
 def test_peers_are_the_cells_equal_but_for_the_seed():
     base = {"dataset": "sst", "encoder": "lstm", "seed": 0, "train": {"lr": 0.001}}
-    cells = {"a": base, "b": {**base, "seed": 2}, "c": {**base, "seed": 1}, "d": {**base, "encoder": "cnn", "seed": 1},
-             "e": {**base, "seed": 3, "train": {"lr": 0.01}}}
+    cells = {
+        "a": base,
+        "b": {**base, "seed": 2},
+        "c": {**base, "seed": 1},
+        "d": {**base, "encoder": "cnn", "seed": 1},
+        "e": {**base, "seed": 3, "train": {"lr": 0.01}},
+    }
     assert seed_variance.peers_of(base, cells) == ["c", "b"]  # by seed; other encoder or lr is another group
     assert seed_variance.peers_of(cells["d"], cells) == []

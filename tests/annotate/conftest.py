@@ -50,8 +50,12 @@ def publish(expanded: ExpandedGrid, cell: Cell, staged: Path) -> tuple[PreparedD
         model.classifier.bias.sub_(model(batch).mean(0))
     staged.mkdir()
     torch.save(model.state_dict(), staged / "model.pt")
-    files = {"config.json": {"cell_id": cell.id, **cell.config.model_dump(mode="json")},
-             "data.json": data_reference(data), "metrics.json": {"test_accuracy": 0.0}, "history.json": []}
+    files = {
+        "config.json": {"cell_id": cell.id, **cell.config.model_dump(mode="json")},
+        "data.json": data_reference(data),
+        "metrics.json": {"test_accuracy": 0.0},
+        "history.json": [],
+    }
     for name, value in files.items():
         (staged / name).write_text(json.dumps(value))
     ModelStore(expanded.results_dir).publish(cell.id, staged, {})

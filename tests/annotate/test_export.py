@@ -59,8 +59,13 @@ def attention_of(model, data, instance_id: int) -> tuple[list[str], torch.Tensor
     """One instance alone: its tokens, the weights on them (alpha after `<sos>` at position 0) and h."""
     table = data.splits["test"]
     tokens = table["tokens"][instance_id].as_py()
-    batch = collate({"ids": [table["ids"][instance_id].as_py()], "label": [table["label"][instance_id].as_py()],
-                     "instance_id": [instance_id]})
+    batch = collate(
+        {
+            "ids": [table["ids"][instance_id].as_py()],
+            "label": [table["label"][instance_id].as_py()],
+            "instance_id": [instance_id],
+        }
+    )
     with torch.no_grad():
         encoded = model.encode(batch)
         alpha = model.attend(encoded.h, encoded.mask, encoded.query)  # (1, T + 2)
@@ -145,7 +150,9 @@ def test_export_fill_score_round_trip(exported: Path, annotated_grid, tmp_path: 
     correct = pd.read_csv(folder / "meaningful_vs_correct.csv").set_index(["annotator", "condition", "meaningful"])
     permuted_correct = int(key.loc[key["condition"] == "permuted", "correct"].sum())
     assert correct.loc[("ann", "permuted", "no"), ["correct", "incorrect"]].tolist() == [
-        permuted_correct, PER_CELL - permuted_correct]
+        permuted_correct,
+        PER_CELL - permuted_correct,
+    ]
 
 
 def test_bad_answers_fail_with_their_lines_and_write_nothing(exported: Path, annotated_grid, tmp_path: Path):
@@ -158,8 +165,10 @@ def test_bad_answers_fail_with_their_lines_and_write_nothing(exported: Path, ann
     assert result.exit_code == 1
     assert result.output.splitlines() == [
         f"answers-bob.csv: line 2 ({items[-1]['item_id']}): answer 'perhaps' is not valid; expected yes or no",
-        (f"answers-bob.csv: 1 of {2 * PER_CELL} items have no row: {items[0]['item_id']} (expected one row per "
-         "item of items.csv)"),
+        (
+            f"answers-bob.csv: 1 of {2 * PER_CELL} items have no row: {items[0]['item_id']} (expected one row per "
+            "item of items.csv)"
+        ),
     ]
     assert not list(folder.glob("kappa.csv")) and not list(folder.glob("*_answers.csv"))
 
@@ -168,8 +177,17 @@ def test_an_export_is_not_replaced_without_force(exported: Path, annotated_grid,
     result = run("annotate", "export", annotated_grid.path, "--per-cell", PER_CELL)
     assert result.exit_code == 1 and "already holds an export (key.parquet)" in result.output
     again = tmp_path / "again"
-    result = run("annotate", "export", annotated_grid.path, "--per-cell", PER_CELL, "--out", again,
-                 "--cells", annotated_grid.learned.id)
+    result = run(
+        "annotate",
+        "export",
+        annotated_grid.path,
+        "--per-cell",
+        PER_CELL,
+        "--out",
+        again,
+        "--cells",
+        annotated_grid.learned.id,
+    )
     assert result.exit_code == 0, result.output
     assert (again / "items.csv").read_text() == (exported / "items.csv").read_text()  # same seed, same sheet
     pd.testing.assert_frame_equal(pd.read_parquet(again / "key.parquet"), pd.read_parquet(exported / "key.parquet"))

@@ -37,18 +37,24 @@ def test_kappa_edge_cases():
 
 def hand_key() -> pd.DataFrame:
     """Two instances, an original and a permuted item each; the permuted prediction of instance 1 is wrong."""
-    return pd.DataFrame({
-        "item_id": ["item-1", "item-2", "item-3", "item-4"],
-        "grid": "h", "cell_id": "c0", "dataset": "sst",
-        "instance_id": [0, 1, 1, 0],
-        "condition": ["original", "original", "permuted", "permuted"],
-        "correct": [True, True, False, True],
-    })
+    return pd.DataFrame(
+        {
+            "item_id": ["item-1", "item-2", "item-3", "item-4"],
+            "grid": "h",
+            "cell_id": "c0",
+            "dataset": "sst",
+            "instance_id": [0, 1, 1, 0],
+            "condition": ["original", "original", "permuted", "permuted"],
+            "correct": [True, True, False, True],
+        }
+    )
 
 
 def test_two_by_two_tables_count_by_hand():
-    answers = {"ann": {"item-1": "yes", "item-2": "yes", "item-3": "no", "item-4": "yes"},
-               "bob": {"item-1": "yes", "item-2": "no", "item-3": "no", "item-4": "no"}}
+    answers = {
+        "ann": {"item-1": "yes", "item-2": "yes", "item-3": "no", "item-4": "yes"},
+        "bob": {"item-1": "yes", "item-2": "no", "item-3": "no", "item-4": "no"},
+    }
     scores = score(hand_key(), answers)
     kappa = scores.kappa.iloc[0]
     # ann yes 3/4, bob yes 1/4: p_o = 0.5, p_e = 0.75*0.25 + 0.25*0.75 = 0.375, kappa = 0.125/0.625 = 0.2
@@ -81,8 +87,12 @@ def test_one_annotator_has_tables_but_no_kappa(tmp_path: Path):
     scores = score(hand_key(), {"ann": {"item-1": "yes", "item-2": "yes", "item-3": "yes", "item-4": "yes"}})
     assert scores.kappa.empty and set(scores.conditions["annotator"]) == {"ann"}
     written = write_scores(tmp_path, scores)
-    assert [p.name for p in written] == ["kappa.csv", "condition_answers.csv", "paired_answers.csv",
-                                         "meaningful_vs_correct.csv"]
+    assert [p.name for p in written] == [
+        "kappa.csv",
+        "condition_answers.csv",
+        "paired_answers.csv",
+        "meaningful_vs_correct.csv",
+    ]
     assert pd.read_csv(tmp_path / "condition_answers.csv")["yes"].tolist() == [2, 2]
 
 
@@ -91,13 +101,15 @@ SHEET_HEADER = "item_id,text,top_tokens,prediction,answer\n"
 
 def test_every_problem_of_a_sheet_is_named_with_its_line(tmp_path: Path):
     path = tmp_path / "answers-carol.csv"
-    path.write_text(SHEET_HEADER
-                    + "item-1,a [[b]] c,b,pos,Yes\n"      # line 2: fine (case and spaces do not matter)
-                    + "item-9,x,x,pos,yes\n"              # line 3: unknown id
-                    + "item-2,\"a, b\",b,neg,\n"          # line 4: empty answer
-                    + "item-3,a,b,neg,maybe\n"            # line 5: not yes/no
-                    + ",,,,\n"                            # line 6: an empty row is ignored
-                    + "item-1,a,b,pos,no\n")              # line 7: answered twice; item-4 has no row
+    path.write_text(
+        SHEET_HEADER
+        + "item-1,a [[b]] c,b,pos,Yes\n"  # line 2: fine (case and spaces do not matter)
+        + "item-9,x,x,pos,yes\n"  # line 3: unknown id
+        + 'item-2,"a, b",b,neg,\n'  # line 4: empty answer
+        + "item-3,a,b,neg,maybe\n"  # line 5: not yes/no
+        + ",,,,\n"  # line 6: an empty row is ignored
+        + "item-1,a,b,pos,no\n"
+    )  # line 7: answered twice; item-4 has no row
     answers, problems = read_sheet(path, ["item-1", "item-2", "item-3", "item-4"])
     assert answers == {"item-1": "yes"}
     assert problems == [
@@ -113,8 +125,11 @@ def test_a_sheet_without_the_columns_or_with_a_bom(tmp_path: Path):
     bad = tmp_path / "answers-dan.csv"
     bad.write_text("item_id;answer\nitem-1;yes\n")  # semicolons: one column named 'item_id;answer'
     assert read_sheet(bad, ["item-1"])[1] == [
-        ("answers-dan.csv: line 1: no 'item_id' or 'answer' column (expected the header of items.csv: "
-         "item_id,text,top_tokens,prediction,answer, comma-separated)")]
+        (
+            "answers-dan.csv: line 1: no 'item_id' or 'answer' column (expected the header of items.csv: "
+            "item_id,text,top_tokens,prediction,answer, comma-separated)"
+        )
+    ]
     bom = tmp_path / "answers-eve.csv"
     bom.write_bytes("\ufeffitem_id,answer\nitem-1,no\n".encode())  # as spreadsheets save "CSV UTF-8"
     assert read_sheet(bom, ["item-1"]) == ({"item-1": "no"}, [])
@@ -128,10 +143,14 @@ def test_read_answers_collects_every_sheet_and_names(tmp_path: Path):
     with pytest.raises(AnswersError) as raised:
         read_answers(tmp_path, key)
     assert raised.value.lines() == [
-        ("answers-b@d.csv: not a valid sheet name (expected answers-<name>.csv, the name made of letters, "
-         "digits, '-' and '_')"),
-        ("answers-short.csv: 3 of 4 items have no row: item-2, item-3, item-4 (expected one row per item of "
-         "items.csv)"),
+        (
+            "answers-b@d.csv: not a valid sheet name (expected answers-<name>.csv, the name made of letters, "
+            "digits, '-' and '_')"
+        ),
+        (
+            "answers-short.csv: 3 of 4 items have no row: item-2, item-3, item-4 (expected one row per item of "
+            "items.csv)"
+        ),
     ]
     (tmp_path / "answers-b@d.csv").unlink()
     (tmp_path / "answers-short.csv").unlink()

@@ -33,8 +33,21 @@ def in_tmp(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> P
     return tmp_path
 
 
-@pytest.mark.parametrize("command", [[], ["validate"], ["plan"], ["launch"], ["status"], ["data"], ["data", "list"],
-                                     ["data", "check"], ["data", "fetch"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["validate"],
+        ["plan"],
+        ["launch"],
+        ["status"],
+        ["data"],
+        ["data", "list"],
+        ["data", "check"],
+        ["data", "fetch"],
+    ],
+    ids=" ".join,
+)
 def test_every_command_has_help(command: list[str]):
     result = run(*command, "--help")
     assert result.exit_code == 0, result.output
@@ -66,7 +79,9 @@ def test_plan_json_gives_ids_and_resolved_configs(in_tmp: Path):
 
 def test_where_restricts_to_the_matching_cells_with_their_full_grid_ids(in_tmp: Path):
     grid = str(REPO / "grids" / "jain_wallace.yaml")
-    every = {json.loads(line)["id"]: json.loads(line)["config"] for line in run("plan", grid, "--json").stdout.splitlines()}
+    every = {
+        json.loads(line)["id"]: json.loads(line)["config"] for line in run("plan", grid, "--json").stdout.splitlines()
+    }
     result = run("plan", grid, "--json", "--where", "dataset=sst", "--where", "encoder=lstm,cnn")
     chosen = {json.loads(line)["id"]: json.loads(line)["config"] for line in result.stdout.splitlines()}
     assert len(chosen) == 2 * 2 * 3  # 2 encoders x 2 attentions x 3 seeds
@@ -149,8 +164,9 @@ def test_fetch_downloads_and_verifies(in_tmp: Path, mirror: tuple[str, Path]):
     assert "0 downloaded, 1 already present" in again.stdout
     # the fetched copy is usable by a grid straight away
     grid = in_tmp / "g.yaml"
-    grid.write_text(yaml.safe_dump({"name": "g", "data_dir": str(target),
-                                    "grid": {"dataset": ["sick"], "architecture": ["pair"]}}))
+    grid.write_text(
+        yaml.safe_dump({"name": "g", "data_dir": str(target), "grid": {"dataset": ["sick"], "architecture": ["pair"]}})
+    )
     assert run("validate", str(grid)).exit_code == 0
 
 

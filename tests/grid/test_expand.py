@@ -22,8 +22,7 @@ def grid_from(tmp_path: Path, text: str, name: str = "g.yaml"):
 
 def test_cell_id_is_sha256_of_canonical_resolved_json():
     config = CellConfig(dataset="sst")
-    canonical = json.dumps({"schema": 1, "cell": config.model_dump(mode="json")},
-                           sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps({"schema": 1, "cell": config.model_dump(mode="json")}, sort_keys=True, separators=(",", ":"))
     assert cell_id(config) == hashlib.sha256(canonical.encode()).hexdigest()[:12]
     # the documented canonical form: sorted keys, no spaces, defaults present
     assert canonical.startswith('{"cell":{"architecture":"flat","attention":"additive","attention_mode":"learned",')
@@ -31,20 +30,36 @@ def test_cell_id_is_sha256_of_canonical_resolved_json():
 
 
 def test_ids_ignore_key_order_and_number_spelling(tmp_path: Path):
-    a = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst], encoder: [lstm, cnn]}\ntrain: {lr: 0.001, epochs: 8}\n", "a.yaml")
-    b = grid_from(tmp_path, "train: {epochs: 8.0, lr: 1.0e-3}\ngrid: {encoder: [lstm, cnn], dataset: [sst]}\nname: b\n", "b.yaml")
+    a = grid_from(
+        tmp_path, "name: a\ngrid: {dataset: [sst], encoder: [lstm, cnn]}\ntrain: {lr: 0.001, epochs: 8}\n", "a.yaml"
+    )
+    b = grid_from(
+        tmp_path, "train: {epochs: 8.0, lr: 1.0e-3}\ngrid: {encoder: [lstm, cnn], dataset: [sst]}\nname: b\n", "b.yaml"
+    )
     assert [c.id for c in a.cells] == [c.id for c in b.cells]
 
 
 def test_ids_do_not_depend_on_where_results_go(tmp_path: Path):
     a = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst]}\n", "a.yaml")
-    b = grid_from(tmp_path, "name: b\nresults_dir: elsewhere\ninstances: 5\nresources: {train: {cpu: 2}}\n"
-                            "analyses: {permutation: {}}\ngrid: {dataset: [sst]}\n", "b.yaml")
+    b = grid_from(
+        tmp_path,
+        "name: b\nresults_dir: elsewhere\ninstances: 5\nresources: {train: {cpu: 2}}\n"
+        "analyses: {permutation: {}}\ngrid: {dataset: [sst]}\n",
+        "b.yaml",
+    )
     assert a.cells[0].id == b.cells[0].id
 
 
-@pytest.mark.parametrize("setting", ["train: {lr: 0.01}", "model: {hidden_size: 64}", "data: {min_count: 2}",
-                                     "train: {max_train: 100}", "data: {derive_splits: true}"])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "train: {lr: 0.01}",
+        "model: {hidden_size: 64}",
+        "data: {min_count: 2}",
+        "train: {max_train: 100}",
+        "data: {derive_splits: true}",
+    ],
+)
 def test_every_model_setting_changes_the_id(tmp_path: Path, setting: str):
     base = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst]}\n", "a.yaml")
     changed = grid_from(tmp_path, f"name: a\ngrid: {{dataset: [sst]}}\n{setting}\n", "b.yaml")
@@ -52,9 +67,12 @@ def test_every_model_setting_changes_the_id(tmp_path: Path, setting: str):
 
 
 def test_dataset_defaults_are_filled_in_and_inapplicable_keys_blanked(tmp_path: Path):
-    grid = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst, babi1, synthetic], architecture: [flat, pair]}\n"
-                               "exclude: [{dataset: [sst, synthetic], architecture: pair}, {dataset: babi1, architecture: flat}]\n"
-                               "data: {babi_size: 1k}\n")
+    grid = grid_from(
+        tmp_path,
+        "name: a\ngrid: {dataset: [sst, babi1, synthetic], architecture: [flat, pair]}\n"
+        "exclude: [{dataset: [sst, synthetic], architecture: pair}, {dataset: babi1, architecture: flat}]\n"
+        "data: {babi_size: 1k}\n",
+    )
     by_dataset = {c.config.dataset: c.config.data for c in grid.cells}
     assert by_dataset["sst"].min_count == 1 and by_dataset["sst"].min_length == 5
     assert by_dataset["sst"].babi_size is None and by_dataset["sst"].synthetic is None
@@ -64,15 +82,18 @@ def test_dataset_defaults_are_filled_in_and_inapplicable_keys_blanked(tmp_path: 
 
 
 def test_equal_models_collapse_into_one_cell(tmp_path: Path):
-    grid = grid_from(tmp_path, "name: a\ngrid: {dataset: [sst], projection: [softmax, sparsegen], "
-                               "projection_lambda: [0, 0.5]}\n")
+    grid = grid_from(
+        tmp_path, "name: a\ngrid: {dataset: [sst], projection: [softmax, sparsegen], projection_lambda: [0, 0.5]}\n"
+    )
     described = sorted((c.config.projection, c.config.projection_lambda) for c in grid.cells)
     assert described == [("softmax", None), ("sparsegen", 0.0), ("sparsegen", 0.5)]
     assert grid.collapsed == 1
 
 
 def test_exclude_any_of_and_overrides_in_order(tmp_path: Path):
-    grid = grid_from(tmp_path, """
+    grid = grid_from(
+        tmp_path,
+        """
 name: a
 grid: {dataset: [sst, synthetic], encoder: [lstm, cnn, average], seed: [0, 1]}
 exclude:
@@ -82,7 +103,8 @@ overrides:
     set: {train.epochs: 2, train.batch_size: 8}
   - when: {train.batch_size: 8, encoder: lstm}
     set: {train.epochs: 3}
-""")
+""",
+    )
     assert len(grid.cells) == 2 * (3 + 1)
     epochs = {(c.config.dataset, c.config.encoder, c.config.seed): c.config.train.epochs for c in grid.cells}
     assert epochs[("synthetic", "lstm", 0)] == 3  # the second override sees the first one's batch size
@@ -92,10 +114,15 @@ overrides:
 
 
 def test_dotted_axes_reach_nested_settings(tmp_path: Path):
-    grid = grid_from(tmp_path, "name: a\ngrid: {dataset: [synthetic], data.synthetic.n_classes: [2, 4], "
-                               "train.lr: [0.01, 0.001]}\n")
+    grid = grid_from(
+        tmp_path, "name: a\ngrid: {dataset: [synthetic], data.synthetic.n_classes: [2, 4], train.lr: [0.01, 0.001]}\n"
+    )
     assert sorted((c.config.data.synthetic.n_classes, c.config.train.lr) for c in grid.cells) == [
-        (2, 0.001), (2, 0.01), (4, 0.001), (4, 0.01)]
+        (2, 0.001),
+        (2, 0.01),
+        (4, 0.001),
+        (4, 0.01),
+    ]
     assert grid.axis_paths == ["dataset", "data.synthetic.n_classes", "train.lr"]
 
 
@@ -113,13 +140,16 @@ def test_shipped_quick_grid_ids_are_stable_across_loads():
 
 
 def test_a_list_of_blocks_is_the_union_of_their_cells(tmp_path: Path):
-    grid = grid_from(tmp_path, """
+    grid = grid_from(
+        tmp_path,
+        """
 name: a
 grid:
   - {dataset: [sst], encoder: [lstm, cnn]}
   - {dataset: [babi1], architecture: [pair], encoder: [lstm]}
   - {dataset: [sst], encoder: [lstm]}
-""")
+""",
+    )
     described = sorted((c.config.dataset, c.config.architecture, c.config.encoder) for c in grid.cells)
     assert described == [("babi1", "pair", "lstm"), ("sst", "flat", "cnn"), ("sst", "flat", "lstm")]
     assert grid.collapsed == 1  # sst/lstm is in two blocks: one cell
@@ -143,6 +173,7 @@ def test_full_grid_is_the_union_of_the_paper_grids():
         path = grids / name
         return {c.id for c in expand(load_grid_file(path), str(path), check_data=False).cells}
 
-    papers = set().union(*(ids(f"{p}.yaml") for p in ("jain_wallace", "serrano_smith", "meister", "vashishth",
-                                                                 "wiegreffe_pinter")))
+    papers = set().union(
+        *(ids(f"{p}.yaml") for p in ("jain_wallace", "serrano_smith", "meister", "vashishth", "wiegreffe_pinter"))
+    )
     assert ids("full.yaml") == papers

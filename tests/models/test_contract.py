@@ -56,8 +56,17 @@ CASES = [
 
 def build(datasets, arch, enc, align, proj, lam, mode="learned", seed=0):
     dataset = ARCHITECTURES[arch]
-    config = CellConfig(dataset=dataset, encoder=enc, attention=align, projection=proj, projection_lambda=lam,
-                        architecture=arch, attention_mode=mode, seed=seed, model=TINY)
+    config = CellConfig(
+        dataset=dataset,
+        encoder=enc,
+        attention=align,
+        projection=proj,
+        projection_lambda=lam,
+        architecture=arch,
+        attention_mode=mode,
+        seed=seed,
+        model=TINY,
+    )
     model = build_model(config, datasets[dataset]).eval()
     return model, datasets[dataset]
 
@@ -84,7 +93,9 @@ def test_contract(datasets, arch, enc, align, proj, lam):
 
     # gradients with respect to alpha and to the embeddings exist and are finite
     attended = alpha.detach().requires_grad_()
-    model.decode(encoded.h.detach(), attended, None if encoded.query is None else encoded.query.detach()).sum().backward()
+    model.decode(
+        encoded.h.detach(), attended, None if encoded.query is None else encoded.query.detach()
+    ).sum().backward()
     assert attended.grad is not None and torch.isfinite(attended.grad).all()
     embedded = model.embed(batch).detach().requires_grad_()
     again = model.encode(batch, embedded=embedded)
@@ -114,7 +125,9 @@ def test_fixed_modes_ignore_learned_scores(datasets, arch, mode):
     torch.manual_seed(2)
     forward = model(batch)
     torch.manual_seed(2)
-    assert torch.equal(forward, model.decode(encoded.h, model.attend(encoded.h, encoded.mask, encoded.query), encoded.query))
+    assert torch.equal(
+        forward, model.decode(encoded.h, model.attend(encoded.h, encoded.mask, encoded.query), encoded.query)
+    )
 
 
 def test_sparse_projections_give_exact_zeros_and_sparsegen_support_shrinks():

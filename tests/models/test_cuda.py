@@ -22,10 +22,14 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("projection", ["softmax", "sparsemax", "entmax15", "sparsegen"])
 def test_cuda_matches_cpu_and_trains(tmp_path: Path, encoder: str, projection: str):
     data = load_dataset("synthetic", tmp_path, tmp_path / "c", DataConfig(synthetic=SyntheticConfig(n_train=256)))
-    config = CellConfig(dataset="synthetic", encoder=encoder, projection=projection,
-                        projection_lambda=0.2 if projection == "sparsegen" else None,
-                        model=ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16),
-                        train=TrainConfig(epochs=1, batch_size=64))
+    config = CellConfig(
+        dataset="synthetic",
+        encoder=encoder,
+        projection=projection,
+        projection_lambda=0.2 if projection == "sparsegen" else None,
+        model=ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16),
+        train=TrainConfig(epochs=1, batch_size=64),
+    )
     model = build_model(config, data).eval()
     batch = next(iterate_batches(data.splits["test"], 32))
     on_cpu = model(batch)

@@ -38,10 +38,14 @@ def test_wrong_dimension_is_a_clear_error(tmp_path: Path):
 
 
 def test_word2vec_is_deterministic_across_processes():
-    code = ("from gridlab.models.embeddings import initial_embeddings; from gridlab.data.vocab import Vocab;"
-            "v = Vocab.build([['good','film','bad','plot']], 1);"
-            "w = initial_embeddings('word2vec', v, 8, [['good','film'],['bad','plot'],['good','plot']]*20, seed=1);"
-            "print(w.sum().item(), w[4].tolist())")
-    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-               for _ in range(2)}
+    code = (
+        "from gridlab.models.embeddings import initial_embeddings; from gridlab.data.vocab import Vocab;"
+        "v = Vocab.build([['good','film','bad','plot']], 1);"
+        "w = initial_embeddings('word2vec', v, 8, [['good','film'],['bad','plot'],['good','plot']]*20, seed=1);"
+        "print(w.sum().item(), w[4].tolist())"
+    )
+    outputs = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        for _ in range(2)
+    }
     assert len(outputs) == 1

@@ -27,8 +27,9 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize("encoder", ["lstm", "gru", "cnn", "average", "noenc", "transformer"])
 def test_each_encoder_learns_the_planted_rule(synthetic, encoder: str):
     # 2,000 instances / batch 32 = 63 steps an epoch: about 300 Adam steps in all
-    config = CellConfig(dataset="synthetic", encoder=encoder, model=SMALL,
-                        train=TrainConfig(epochs=5, batch_size=32, lr=0.003))
+    config = CellConfig(
+        dataset="synthetic", encoder=encoder, model=SMALL, train=TrainConfig(epochs=5, batch_size=32, lr=0.003)
+    )
     model = build_model(config, synthetic)
     chance = evaluate(model, synthetic.splits["test"], CPU)["accuracy"]
     result = fit(model, synthetic, config, CPU)
@@ -38,8 +39,13 @@ def test_each_encoder_learns_the_planted_rule(synthetic, encoder: str):
 
 
 def test_training_is_bitwise_reproducible_from_the_seed(synthetic):
-    config = CellConfig(dataset="synthetic", encoder="lstm", model=SMALL, seed=7,
-                        train=TrainConfig(epochs=1, batch_size=64, max_train=512))
+    config = CellConfig(
+        dataset="synthetic",
+        encoder="lstm",
+        model=SMALL,
+        seed=7,
+        train=TrainConfig(epochs=1, batch_size=64, max_train=512),
+    )
     states = []
     for _ in range(2):
         model = build_model(config, synthetic)
@@ -64,8 +70,13 @@ def test_attention_parameters_are_exempt_from_weight_decay(synthetic):
 def test_translation_model_trains_and_is_selected_on_bleu(data_dir: Path, tmp_path: Path):
     data = load_dataset("multi30k", data_dir, tmp_path, DataConfig())
     data = dataclasses.replace(data, splits={**data.splits, "dev": data.splits["dev"].slice(0, 64)})
-    config = CellConfig(dataset="multi30k", encoder="gru", architecture="seq2seq", model=SMALL,
-                        train=TrainConfig(epochs=2, batch_size=32, max_train=256, patience=1))
+    config = CellConfig(
+        dataset="multi30k",
+        encoder="gru",
+        architecture="seq2seq",
+        model=SMALL,
+        train=TrainConfig(epochs=2, batch_size=32, max_train=256, patience=1),
+    )
     model = build_model(config, data)
     result = fit(model, data, config, CPU)
     assert [set(r.dev) for r in result.history] == [{"bleu", "loss"}] * len(result.history)
@@ -76,8 +87,13 @@ def test_translation_model_trains_and_is_selected_on_bleu(data_dir: Path, tmp_pa
 def test_resuming_from_a_trainer_checkpoint_equals_training_straight_through(synthetic, tmp_path: Path):
     from gridlab.training.loop import Trainer
 
-    config = CellConfig(dataset="synthetic", encoder="gru", model=SMALL, attention_mode="random",
-                        train=TrainConfig(epochs=3, batch_size=64, max_train=512))
+    config = CellConfig(
+        dataset="synthetic",
+        encoder="gru",
+        model=SMALL,
+        attention_mode="random",
+        train=TrainConfig(epochs=3, batch_size=64, max_train=512),
+    )
     straight = Trainer(build_model(config, synthetic), synthetic, config, CPU)
     while not straight.finished:
         straight.run_epoch()
@@ -91,5 +107,6 @@ def test_resuming_from_a_trainer_checkpoint_equals_training_straight_through(syn
         resumed.run_epoch()
     assert resumed.epoch == straight.epoch == 3
     assert [r.dev for r in resumed.result.history] == [r.dev for r in straight.result.history]
-    assert all(torch.equal(a, b) for a, b in zip(resumed.model.state_dict().values(),
-                                                 straight.model.state_dict().values()))
+    assert all(
+        torch.equal(a, b) for a, b in zip(resumed.model.state_dict().values(), straight.model.state_dict().values())
+    )

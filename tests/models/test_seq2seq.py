@@ -30,15 +30,26 @@ PROJECTIONS = ["softmax", "sparsemax", "entmax15", "sparsegen"]
 
 
 def make_batch(pairs: list[tuple[list[int], list[int]]]) -> Batch:
-    return collate({"instance_id": list(range(len(pairs))), "label": [-1] * len(pairs),
-                    "ids": [source for source, _ in pairs], "target_ids": [target for _, target in pairs]})
+    return collate(
+        {
+            "instance_id": list(range(len(pairs))),
+            "label": [-1] * len(pairs),
+            "ids": [source for source, _ in pairs],
+            "target_ids": [target for _, target in pairs],
+        }
+    )
 
 
 def make_model(alignment: str = "additive", projection: str = "softmax", seed: int = 0) -> Seq2Seq:
     torch.manual_seed(seed)
-    model = Seq2Seq(SOURCE_VOCAB, TARGET_VOCAB, embedding_dim=8, hidden=16,
-                    attention=AttentionSpec(alignment, projection, 0.3 if projection == "sparsegen" else None),
-                    attention_size=12)
+    model = Seq2Seq(
+        SOURCE_VOCAB,
+        TARGET_VOCAB,
+        embedding_dim=8,
+        hidden=16,
+        attention=AttentionSpec(alignment, projection, 0.3 if projection == "sparsegen" else None),
+        attention_size=12,
+    )
     return model.eval()
 
 
@@ -174,10 +185,15 @@ def reversal_table(rng: np.random.Generator, n: int, vocab: Vocab) -> pa.Table:
     """Target = source reversed, over 8 symbols, lengths 3-6."""
     sources = [rng.integers(len(SPECIALS), len(vocab), size=rng.integers(3, 7)).tolist() for _ in range(n)]
     targets = [source[::-1] for source in sources]
-    return pa.table({
-        "instance_id": np.arange(n), "label": np.full(n, -1),
-        "ids": sources, "target_ids": targets, "target_tokens": [vocab.decode(t) for t in targets],
-    })
+    return pa.table(
+        {
+            "instance_id": np.arange(n),
+            "label": np.full(n, -1),
+            "ids": sources,
+            "target_ids": targets,
+            "target_tokens": [vocab.decode(t) for t in targets],
+        }
+    )
 
 
 @pytest.mark.parametrize("alignment", ALIGNMENTS)

@@ -52,8 +52,14 @@ def local_ray(temp_dir: Path) -> Iterator[None]:
     after it so module-scoped Rays of other test folders can start later in the session."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.2", logging_level="warning",
-             _temp_dir=str(temp_dir), log_to_driver=False)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.2",
+        logging_level="warning",
+        _temp_dir=str(temp_dir),
+        log_to_driver=False,
+    )
     try:
         yield
     finally:

@@ -33,9 +33,21 @@ def rendered_dom(index: Path, profile: Path) -> str:
         if os.environ.get("GRIDLAB_REQUIRE_CHROMIUM") == "1":
             pytest.fail(f"{CHROMIUM} not found and GRIDLAB_REQUIRE_CHROMIUM=1")
         pytest.skip(f"{CHROMIUM} not found: install chromium to check the report in a browser")
-    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", "--virtual-time-budget=10000", "--dump-dom", index.as_uri()]
+    command = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        index.as_uri(),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout

@@ -32,8 +32,9 @@ def test_a_section_without_rows_is_missing_not_empty(fake_inputs):
     result = run_section(section(never), fake_inputs({}, analyses={"permutation": {}}))
     assert not result.rendered and result.artifacts == []
     assert result.missing[0].startswith("permutation: requested, but no rows yet — run `gridlab analyze grid.yaml`")
-    assert result.missing[1] == ("adversarial: not run — add `adversarial: {}` to `analyses:` in grid.yaml "
-                                 "and run `gridlab analyze grid.yaml`")
+    assert result.missing[1] == (
+        "adversarial: not run — add `adversarial: {}` to `analyses:` in grid.yaml and run `gridlab analyze grid.yaml`"
+    )
 
 
 def test_section_lines_follow_and_do_not_repeat_the_generic_one(fake_inputs):
@@ -54,15 +55,21 @@ def test_a_failing_section_fails_the_report(fake_inputs):
 
 
 def test_a_section_with_rows_but_nothing_to_show_is_missing(fake_inputs):
-    result = run_section(section(lambda inputs: SectionOutput([], ["no instance has T >= 2"])),
-                         fake_inputs({"permutation": pd.DataFrame({"x": [1]})}))
+    result = run_section(
+        section(lambda inputs: SectionOutput([], ["no instance has T >= 2"])),
+        fake_inputs({"permutation": pd.DataFrame({"x": [1]})}),
+    )
     assert not result.rendered and "no instance has T >= 2" in result.missing
 
 
 def grid_file(folder: Path, data_dir: Path) -> Path:
-    grid = {"name": "nothing", "results_dir": str(folder / "runs"), "data_dir": str(data_dir),
-            "grid": {"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]},
-            "analyses": {"permutation": {}}}
+    grid = {
+        "name": "nothing",
+        "results_dir": str(folder / "runs"),
+        "data_dir": str(data_dir),
+        "grid": {"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]},
+        "analyses": {"permutation": {}},
+    }
     path = folder / "nothing.yaml"
     path.write_text(yaml.safe_dump(grid))
     return path
@@ -83,8 +90,13 @@ def test_report_command_on_a_grid_with_nothing_run(tmp_path: Path, data_dir: Pat
 
 def test_report_needs_the_rows_not_the_datasets(tmp_path: Path):
     """A report reads Parquet rows: a grid whose data folder is gone (or was never set) still reports."""
-    grid = {"name": "elsewhere", "results_dir": str(tmp_path / "runs"), "data_dir": str(tmp_path / "no-data"),
-            "grid": {"dataset": ["sst"], "encoder": ["average"], "seed": [0]}, "analyses": {"permutation": {}}}
+    grid = {
+        "name": "elsewhere",
+        "results_dir": str(tmp_path / "runs"),
+        "data_dir": str(tmp_path / "no-data"),
+        "grid": {"dataset": ["sst"], "encoder": ["average"], "seed": [0]},
+        "analyses": {"permutation": {}},
+    }
     path = tmp_path / "elsewhere.yaml"
     path.write_text(yaml.safe_dump(grid))
     assert CliRunner().invoke(app, ["validate", str(path)]).exit_code == 2  # training does need the data

@@ -25,8 +25,12 @@ def test_unknown_key_lists_the_valid_ones():
 
 def test_jain_wallace_table2_spec_numbers():
     paper = published("jw_table2").set_index(["dataset", "encoder", "measure", "pred"])
-    for dataset, values in {"sst": (0.40, 0.38), "imdb": (0.37, 0.37), "20news": (0.08, 0.13),
-                            "agnews": (0.42, 0.35)}.items():
+    for dataset, values in {
+        "sst": (0.40, 0.38),
+        "imdb": (0.37, 0.37),
+        "20news": (0.08, 0.13),
+        "agnews": (0.42, 0.35),
+    }.items():
         assert paper.loc[(dataset, "lstm", "tau_g", "0"), "mean"] == values[0]
         assert paper.loc[(dataset, "lstm", "tau_g", "1"), "mean"] == values[1]
     sst = paper.loc[("sst", "lstm", "tau_loo", "0")]

@@ -24,11 +24,16 @@ def sections(table_id: str = "t_main") -> list[SectionResult]:
     frame = pd.DataFrame({"dataset": ["sst", "imdb"], "tau": [0.123456789, float("nan")], "n": [3, 4]})
     display = pd.DataFrame({"dataset": ["sst", "imdb"], "tau": ["0.12 ± 0.01", "–"]})
     return [
-        SectionResult("paper_a", "Paper A <2019>", [
-            Table(table_id, "A table", frame, "caption & more", display),
-            Figure("f_main", "A figure", figure(), "a caption"),
-            Fragment("h_main", "Heatmaps", '<span style="color:red">tok</span>'),
-        ], ["adversarial: not run — add `adversarial: {}`"]),
+        SectionResult(
+            "paper_a",
+            "Paper A <2019>",
+            [
+                Table(table_id, "A table", frame, "caption & more", display),
+                Figure("f_main", "A figure", figure(), "a caption"),
+                Fragment("h_main", "Heatmaps", '<span style="color:red">tok</span>'),
+            ],
+            ["adversarial: not run — add `adversarial: {}`"],
+        ),
         SectionResult("paper_b", "Paper B", [], ["sparsity_importance: not run"], rendered=False),
     ]
 
@@ -53,14 +58,22 @@ def test_files_index_and_manifest(tmp_path: Path):
     assert '<div id="h_main" class="gridlab-fragment"><span style="color:red">tok</span></div>' in index
     assert "Paper A &lt;2019&gt;" in index and "caption &amp; more" in index  # escaped
     assert "adversarial: not run" in index and "sparsity_importance: not run" in index
-    assert "<link" not in index and "src=\"http" not in index  # self-contained
+    assert "<link" not in index and 'src="http' not in index  # self-contained
     on_disk = json.loads((out / "report.json").read_text())
     assert on_disk == manifest
     assert [(a["id"], a["kind"], a["section"]) for a in manifest["artifacts"]] == [
-        ("t_main", "table", "paper_a"), ("f_main", "figure", "paper_a"), ("h_main", "fragment", "paper_a")]
+        ("t_main", "table", "paper_a"),
+        ("f_main", "figure", "paper_a"),
+        ("h_main", "fragment", "paper_a"),
+    ]
     assert manifest["artifacts"][0]["files"] == ["t_main.md", "t_main.csv"]
-    assert manifest["sections"][1] == {"id": "paper_b", "title": "Paper B", "rendered": False, "artifacts": [],
-                                       "missing": ["sparsity_importance: not run"]}
+    assert manifest["sections"][1] == {
+        "id": "paper_b",
+        "title": "Paper B",
+        "rendered": False,
+        "artifacts": [],
+        "missing": ["sparsity_importance: not run"],
+    }
     assert "Paper B: sparsity_importance: not run" in manifest["missing"]
     assert siblings(out) == []  # no temporary folder left beside it
 

@@ -18,8 +18,17 @@ from gridlab.cli import app
 pytestmark = pytest.mark.slow
 
 MODEL = ["dataset", "encoder", "attention"]  # the axes that vary in grids/quick.yaml (one seed each)
-EXPECTED_TABLES = {"jw_table2", "jw_table1", "jw_permutation", "ss_table2", "ss_table2_published",
-                   "ss_fig5_fractions", "ss_gradient_vs_attention", "ss_exact_gap", "rationale_recovery"}
+EXPECTED_TABLES = {
+    "jw_table2",
+    "jw_table1",
+    "jw_permutation",
+    "ss_table2",
+    "ss_table2_published",
+    "ss_fig5_fractions",
+    "ss_gradient_vs_attention",
+    "ss_exact_gap",
+    "rationale_recovery",
+}
 EXPECTED_FIGURES = {"jw_fig2_tau_g", "jw_fig2_tau_loo", "jw_fig3", "ss_fig3", "ss_fig4", "ss_fig5", "rationale_auc"}
 
 
@@ -63,8 +72,9 @@ def test_jw_table2_equals_the_rows(quick_report):
     }
     assert len(ours) == len(expected["tau_g"]) == 2 * 2 * 3  # 4 models x (class 0, class 1, all)
     for column, values in expected.items():
-        pd.testing.assert_series_equal(ours[column].sort_index(), values.sort_index(), check_names=False,
-                                       rtol=1e-9, obj=column)
+        pd.testing.assert_series_equal(
+            ours[column].sort_index(), values.sort_index(), check_names=False, rtol=1e-9, obj=column
+        )
     sst = ours.loc[("sst", "lstm", "additive", "0")]
     assert (sst["paper_tau_g"], sst["paper_sig_g"]) == (0.40, 0.59)  # J&W's SST BiLSTM class 0
 
@@ -74,11 +84,16 @@ def test_ss_contingency_equals_the_rows(quick_report):
     top, rand = source["flip_top"].astype(bool), source["flip_rand"].astype(bool)
     source = source.assign(both=top & rand, top_only=top & ~rand, rand_only=~top & rand, neither=~top & ~rand)
     ours = table(quick_report, "ss_table2").set_index(MODEL)
-    for cell, column in (("both", "pct_both"), ("top_only", "pct_top_only"), ("rand_only", "pct_rand_only"),
-                         ("neither", "pct_neither")):
+    for cell, column in (
+        ("both", "pct_both"),
+        ("top_only", "pct_top_only"),
+        ("rand_only", "pct_rand_only"),
+        ("neither", "pct_neither"),
+    ):
         expected = per_cell_then_seeds(source, MODEL, lambda g, c=cell: 100 * g[c].mean())
-        pd.testing.assert_series_equal(ours[column].sort_index(), expected.sort_index(), check_names=False,
-                                       rtol=1e-9, obj=column)
+        pd.testing.assert_series_equal(
+            ours[column].sort_index(), expected.sort_index(), check_names=False, rtol=1e-9, obj=column
+        )
     assert ours[["pct_both", "pct_top_only", "pct_rand_only", "pct_neither"]].sum(axis=1).round(9).eq(100).all()
 
 
@@ -100,8 +115,9 @@ def test_erasure_fractions_and_comparison_equal_the_rows(quick_report):
     comparison = table(quick_report, "ss_gradient_vs_attention")
     comparison = comparison[comparison["first"] == "gradient"].set_index(MODEL)
     expected = per_cell_then_seeds(source, MODEL, gradient_sooner)
-    pd.testing.assert_series_equal(comparison["pct_first_sooner"].sort_index(), expected.sort_index(),
-                                   check_names=False)
+    pd.testing.assert_series_equal(
+        comparison["pct_first_sooner"].sort_index(), expected.sort_index(), check_names=False
+    )
     shares = comparison[["pct_first_sooner", "pct_second_sooner", "pct_tie", "pct_neither"]].sum(axis=1)
     assert shares.round(9).eq(100).all()
 

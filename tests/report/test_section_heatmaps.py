@@ -44,8 +44,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     results = tmp_path_factory.mktemp("results")  # the grid file's results_dir; its cache/ holds the dataset
     grid_results, cache, data_dir = results / "g", results / "cache", tmp_path_factory.mktemp("data")
     data_config = DataConfig(synthetic=SyntheticConfig(n_train=60, n_dev=10, n_test=N, min_length=4, max_length=12))
-    config = CellConfig(dataset="synthetic", encoder="lstm", model=ModelConfig(embedding_dim=12, hidden_size=8,
-                                                                                 attention_size=8), data=data_config)
+    config = CellConfig(
+        dataset="synthetic",
+        encoder="lstm",
+        model=ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8),
+        data=data_config,
+    )
     config = config.model_copy(update={"data": config.data.resolve(DATASETS["synthetic"])})
     data = load_dataset("synthetic", data_dir, cache, config.data)
     torch.manual_seed(0)
@@ -58,33 +62,52 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     identifier = cell_id(config)
     staged = tmp_path_factory.mktemp("staged")
     torch.save(model.state_dict(), staged / "model.pt")
-    files = {"config.json": {"cell_id": identifier, **config.model_dump(mode="json")}, "data.json": data_reference(data),
-             "metrics.json": {"test_accuracy": 0.5}, "history.json": []}
+    files = {
+        "config.json": {"cell_id": identifier, **config.model_dump(mode="json")},
+        "data.json": data_reference(data),
+        "metrics.json": {"test_accuracy": 0.5},
+        "history.json": [],
+    }
     for name, value in files.items():
         (staged / name).write_text(json.dumps(value))
     ModelStore(grid_results).publish(identifier, staged, {})
     runner = ShardRunner(grid_results, data_dir, cache, torch.device("cpu"))
     runner.run(ShardJob("g", identifier, Shard(0, 0, N), {"adversarial": ADVERSARIAL}, 8))
-    return SimpleNamespace(results=results, grid_results=grid_results, data_dir=data_dir, config=config,
-                           identifier=identifier, model=model, data=data)
+    return SimpleNamespace(
+        results=results,
+        grid_results=grid_results,
+        data_dir=data_dir,
+        config=config,
+        identifier=identifier,
+        model=model,
+        data=data,
+    )
 
 
 def inputs_for(store: SimpleNamespace, analyses: dict) -> ReportInputs:
-    grid = SimpleNamespace(file="g.yaml", spec=SimpleNamespace(name="g", results_dir=store.results),
-                           results_dir=store.grid_results, data_dir=store.data_dir, analyses=analyses,
-                           cells=[SimpleNamespace(id=store.identifier, config=store.config)])
+    grid = SimpleNamespace(
+        file="g.yaml",
+        spec=SimpleNamespace(name="g", results_dir=store.results),
+        results_dir=store.grid_results,
+        data_dir=store.data_dir,
+        analyses=analyses,
+        cells=[SimpleNamespace(id=store.identifier, config=store.config)],
+    )
     return ReportInputs(grid)
 
 
 @pytest.fixture
 def odd_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     """The runner hands the section a test split whose first token of every instance is ODD (ids unchanged)."""
+
     class Runner(ShardRunner):
         def load(self, identifier):
             loaded = super().load(identifier)
             test = loaded.data.splits["test"]
             tokens = [[ODD, *t[1:]] for t in test.column("tokens").to_pylist()]
-            test = test.set_column(test.schema.get_field_index("tokens"), "tokens", pa.array(tokens, pa.list_(pa.string())))
+            test = test.set_column(
+                test.schema.get_field_index("tokens"), "tokens", pa.array(tokens, pa.list_(pa.string()))
+            )
             data = dataclasses.replace(loaded.data, splits={**loaded.data.splits, "test": test})
             return dataclasses.replace(loaded, data=data)
 
@@ -93,7 +116,10 @@ def odd_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def blocks(fragment_html: str) -> dict[int, str]:
     """instance id -> its block of HTML."""
-    starts = [(m.start(), int(m.group(1))) for m in re.finditer(r'<div data-cell="[^"]+" data-instance="(\d+)"', fragment_html)]
+    starts = [
+        (m.start(), int(m.group(1)))
+        for m in re.finditer(r'<div data-cell="[^"]+" data-instance="(\d+)"', fragment_html)
+    ]
     ends = [s for s, _ in starts[1:]] + [len(fragment_html)]
     return {i: fragment_html[s:e] for (s, i), e in zip(starts, ends)}
 
@@ -180,7 +206,18 @@ def test_han_items_are_the_batched_sentences():
 
 
 def test_no_trained_cell(fake_inputs):
-    cells = pd.DataFrame(columns=["cell_id", "dataset", "encoder", "attention", "projection", "projection_lambda",
-                                  "architecture", "attention_mode", "seed"])
+    cells = pd.DataFrame(
+        columns=[
+            "cell_id",
+            "dataset",
+            "encoder",
+            "attention",
+            "projection",
+            "projection_lambda",
+            "architecture",
+            "attention_mode",
+            "seed",
+        ]
+    )
     output = heatmaps.SECTION.build(fake_inputs({}, cells))
     assert output.artifacts == [] and "no trained classifier cell" in output.missing[0]

@@ -15,21 +15,46 @@ T_975_1 = 12.706204736174707  # scipy.stats.t.ppf(0.975, 1)
 
 
 def axes(seed: int, encoder: str = "lstm") -> dict:
-    return {"cell_id": f"sst-{encoder}-{seed}", "dataset": "sst", "encoder": encoder, "attention": "additive",
-            "projection": "softmax", "projection_lambda": math.nan, "architecture": "flat",
-            "attention_mode": "learned", "seed": seed}
+    return {
+        "cell_id": f"sst-{encoder}-{seed}",
+        "dataset": "sst",
+        "encoder": encoder,
+        "attention": "additive",
+        "projection": "softmax",
+        "projection_lambda": math.nan,
+        "architecture": "flat",
+        "attention_mode": "learned",
+        "seed": seed,
+    }
 
 
 def correlation_rows() -> pd.DataFrame:
     """(pred, tau_g, p_g, tau_loo, p_loo) per instance: seed 0 and seed 1 of one model."""
     instances = {
         0: [(0, 0.2, 0.01, 0.1, 0.20), (0, 0.4, 0.20, 0.3, 0.01), (1, 0.6, 0.01, 0.5, 0.01)],
-        1: [(0, 0.4, 0.01, 0.2, 0.01), (0, 0.6, 0.01, 0.2, 0.30), (0, None, None, None, None),
-            (1, 0.8, 0.50, 0.7, 0.01)],
+        1: [
+            (0, 0.4, 0.01, 0.2, 0.01),
+            (0, 0.6, 0.01, 0.2, 0.30),
+            (0, None, None, None, None),
+            (1, 0.8, 0.50, 0.7, 0.01),
+        ],
     }
-    records = [{**axes(seed), "instance_id": i, "length": 5, "label": pred, "pred": pred, "max_attention": 0.5,
-                "tau_g": tau_g, "p_g": p_g, "tau_loo": tau_loo, "p_loo": p_loo}
-               for seed, rows in instances.items() for i, (pred, tau_g, p_g, tau_loo, p_loo) in enumerate(rows)]
+    records = [
+        {
+            **axes(seed),
+            "instance_id": i,
+            "length": 5,
+            "label": pred,
+            "pred": pred,
+            "max_attention": 0.5,
+            "tau_g": tau_g,
+            "p_g": p_g,
+            "tau_loo": tau_loo,
+            "p_loo": p_loo,
+        }
+        for seed, rows in instances.items()
+        for i, (pred, tau_g, p_g, tau_loo, p_loo) in enumerate(rows)
+    ]
     return pd.DataFrame.from_records(records)
 
 
@@ -62,9 +87,21 @@ def test_table2_numbers(fake_inputs):
 
 def test_figures_and_missing(fake_inputs):
     rows = correlation_rows()
-    permutation = rows[["cell_id", "dataset", "encoder", "attention", "projection", "projection_lambda",
-                        "architecture", "attention_mode", "seed", "pred", "max_attention"]].assign(
-        tvd_median=0.01, tvd_mean=0.02, tvd_max=0.1)
+    permutation = rows[
+        [
+            "cell_id",
+            "dataset",
+            "encoder",
+            "attention",
+            "projection",
+            "projection_lambda",
+            "architecture",
+            "attention_mode",
+            "seed",
+            "pred",
+            "max_attention",
+        ]
+    ].assign(tvd_median=0.01, tvd_mean=0.02, tvd_max=0.1)
     output = SECTION.build(fake_inputs({"importance_correlation": rows, "permutation": permutation}))
     ids = [a.id for a in output.artifacts]
     assert ids == ["jw_table2", "jw_fig2_tau_g", "jw_fig2_tau_loo", "jw_permutation", "jw_fig3"]
@@ -75,8 +112,21 @@ def test_figures_and_missing(fake_inputs):
 
 
 def test_adversarial_only(fake_inputs):
-    rows = correlation_rows()[["cell_id", "dataset", "encoder", "attention", "projection", "projection_lambda",
-                               "architecture", "attention_mode", "seed", "pred", "max_attention"]]
+    rows = correlation_rows()[
+        [
+            "cell_id",
+            "dataset",
+            "encoder",
+            "attention",
+            "projection",
+            "projection_lambda",
+            "architecture",
+            "attention_mode",
+            "seed",
+            "pred",
+            "max_attention",
+        ]
+    ]
     adversarial = rows.assign(jsd_eps_max=[0.6, 0.2, 0.69, 0.1, 0.3, 0.4, 0.68], tvd_at_jsd=0.005)
     output = SECTION.build(fake_inputs({"adversarial": adversarial}))
     assert [a.id for a in output.artifacts] == ["jw_adversarial", "jw_fig4", "jw_fig5"]
@@ -87,8 +137,13 @@ def test_adversarial_only(fake_inputs):
 
 
 def test_test_performance_beside_table1(fake_inputs):
-    cells = pd.DataFrame.from_records([{**axes(0), "test_accuracy": 0.80}, {**axes(1), "test_accuracy": 0.84},
-                                       {**axes(0, "average"), "test_accuracy": 0.78}])
+    cells = pd.DataFrame.from_records(
+        [
+            {**axes(0), "test_accuracy": 0.80},
+            {**axes(1), "test_accuracy": 0.84},
+            {**axes(0, "average"), "test_accuracy": 0.78},
+        ]
+    )
     output = SECTION.build(fake_inputs({"importance_correlation": correlation_rows()}, cells=cells))
     table = next(a for a in output.artifacts if a.id == "jw_table1").frame.set_index("encoder")
     assert table.loc["lstm", "test_accuracy"] == pytest.approx(0.82)

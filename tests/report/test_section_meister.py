@@ -13,9 +13,17 @@ from gridlab.report.sections.meister import SECTION
 
 
 def axes(projection="softmax", lam=math.nan, seed=0) -> dict:
-    return {"cell_id": f"{projection}{lam}-{seed}", "dataset": "sst", "encoder": "lstm", "attention": "additive",
-            "projection": projection, "projection_lambda": lam, "architecture": "flat", "attention_mode": "learned",
-            "seed": seed}
+    return {
+        "cell_id": f"{projection}{lam}-{seed}",
+        "dataset": "sst",
+        "encoder": "lstm",
+        "attention": "additive",
+        "projection": projection,
+        "projection_lambda": lam,
+        "architecture": "flat",
+        "attention_mode": "learned",
+        "seed": seed,
+    }
 
 
 ENTROPY_COLUMNS = ("entropy_gy_x", "entropy_dy_x", "entropy_gy_h", "entropy_dy_h", "entropy_gh_x")
@@ -28,28 +36,69 @@ def importance_rows() -> pd.DataFrame:
     records = []
     for seed, (gh, tau) in {0: ((0.9, 0.8), (0.3, 0.5)), 1: ((0.95, 0.85), (0.2, 0.4))}.items():
         for i in range(2):
-            records.append({**axes(seed=seed), "instance_id": i, **{c: 0.5 for c in ENTROPY_COLUMNS},
-                            "entropy_gh_x": gh[i], "tau_gy_x": tau[i], "tau_dy_x": 0.1, "tau_gy_h": 0.7,
-                            "tau_dy_h": 0.6})
+            records.append(
+                {
+                    **axes(seed=seed),
+                    "instance_id": i,
+                    **{c: 0.5 for c in ENTROPY_COLUMNS},
+                    "entropy_gh_x": gh[i],
+                    "tau_gy_x": tau[i],
+                    "tau_dy_x": 0.1,
+                    "tau_gy_h": 0.7,
+                    "tau_dy_h": 0.6,
+                }
+            )
     for seed, means in SPARSE_ENTROPY.items():
         for lam, mean in zip(LAMBDAS, means):
             for i, offset in enumerate((-0.01, 0.01)):
-                records.append({**axes("sparsegen", lam, seed), "instance_id": i,
-                                **{c: 0.5 + 0.1 * lam for c in ENTROPY_COLUMNS}, "entropy_gy_x": mean + offset,
-                                "tau_gy_x": 0.4 - 0.1 * lam + seed * 0.02, "tau_dy_x": 0.3, "tau_gy_h": 0.9,
-                                "tau_dy_h": 0.8})
+                records.append(
+                    {
+                        **axes("sparsegen", lam, seed),
+                        "instance_id": i,
+                        **{c: 0.5 + 0.1 * lam for c in ENTROPY_COLUMNS},
+                        "entropy_gy_x": mean + offset,
+                        "tau_gy_x": 0.4 - 0.1 * lam + seed * 0.02,
+                        "tau_dy_x": 0.3,
+                        "tau_gy_h": 0.9,
+                        "tau_dy_h": 0.8,
+                    }
+                )
     return pd.DataFrame.from_records(records)
 
 
 def adversary_rows() -> pd.DataFrame:
     records = []
     for seed, (jsd, accuracy, base) in {0: (0.60, 0.70, 0.80), 1: (0.64, 0.74, 0.82)}.items():
-        records.append({**axes(seed=seed), "variant": "frozen", "jsd_mean": jsd, "jsd_median": jsd, "tvd_mean": 0.1,
-                        "accuracy": accuracy, "base_accuracy": base, "accuracy_delta": accuracy - base,
-                        "epochs_trained": 8, "best_epoch": 3, "instances": 100})
-        records.append({**axes(seed=seed), "variant": "unfrozen", "jsd_mean": 0.5, "jsd_median": 0.5,
-                        "tvd_mean": 0.05, "accuracy": base, "base_accuracy": base, "accuracy_delta": 0.0,
-                        "epochs_trained": 8, "best_epoch": 5, "instances": 100})
+        records.append(
+            {
+                **axes(seed=seed),
+                "variant": "frozen",
+                "jsd_mean": jsd,
+                "jsd_median": jsd,
+                "tvd_mean": 0.1,
+                "accuracy": accuracy,
+                "base_accuracy": base,
+                "accuracy_delta": accuracy - base,
+                "epochs_trained": 8,
+                "best_epoch": 3,
+                "instances": 100,
+            }
+        )
+        records.append(
+            {
+                **axes(seed=seed),
+                "variant": "unfrozen",
+                "jsd_mean": 0.5,
+                "jsd_median": 0.5,
+                "tvd_mean": 0.05,
+                "accuracy": base,
+                "base_accuracy": base,
+                "accuracy_delta": 0.0,
+                "epochs_trained": 8,
+                "best_epoch": 5,
+                "instances": 100,
+            }
+        )
     return pd.DataFrame.from_records(records)
 
 

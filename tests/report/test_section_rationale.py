@@ -14,16 +14,32 @@ from gridlab.report.sections.rationale import SECTION
 def rows() -> pd.DataFrame:
     """attention only (the other rankings null): seed 0 AUC 0.5, 1.0 and P@1/P@3 [1, .5], [0, .5];
     seed 1 AUC 1.0 and [1, 1], then an instance without a rationale item (all null)."""
-    instances = {0: [(0.5, [1.0, 0.5], 1, 4), (1.0, [0.0, 0.5], 2, 4)],
-                 1: [(1.0, [1.0, 1.0], 1, 5), (None, None, 0, 5)]}
+    instances = {
+        0: [(0.5, [1.0, 0.5], 1, 4), (1.0, [0.0, 0.5], 2, 4)],
+        1: [(1.0, [1.0, 1.0], 1, 5), (None, None, 0, 5)],
+    }
     records = []
     for seed, values in instances.items():
         for i, (auc, precision, tokens, length) in enumerate(values):
-            row = {"cell_id": f"c{seed}", "dataset": "synthetic", "encoder": "lstm", "attention": "additive",
-                   "projection": "softmax", "projection_lambda": math.nan, "architecture": "flat",
-                   "attention_mode": "learned", "seed": seed, "instance_id": i, "length": length, "pred": 0,
-                   "max_attention": 0.5, "ks": [1, 3], "rationale_tokens": tokens,
-                   "auc_attention": auc, "precision_at_k_attention": precision}
+            row = {
+                "cell_id": f"c{seed}",
+                "dataset": "synthetic",
+                "encoder": "lstm",
+                "attention": "additive",
+                "projection": "softmax",
+                "projection_lambda": math.nan,
+                "architecture": "flat",
+                "attention_mode": "learned",
+                "seed": seed,
+                "instance_id": i,
+                "length": length,
+                "pred": 0,
+                "max_attention": 0.5,
+                "ks": [1, 3],
+                "rationale_tokens": tokens,
+                "auc_attention": auc,
+                "precision_at_k_attention": precision,
+            }
             for ranking in ("gradient", "grad_x_attention", "leave_one_out"):
                 row[f"auc_{ranking}"] = None
                 row[f"precision_at_k_{ranking}"] = None
@@ -43,8 +59,18 @@ def test_recovery_table(fake_inputs):
     assert row["precision_at_3"] == pytest.approx((0.5 + 1.0) / 2)
     assert row["chance_precision"] == pytest.approx((0.375 + 0.2) / 2)  # P/T, instances with P > 0
     assert (row["n_seeds"], row["n_instances"]) == (2, 4)
-    assert list(table.display.columns) == ["dataset", "encoder", "ranking", "AUC", "AUC 95% CI", "P@1", "P@3",
-                                           "chance P (P/T)", "seeds", "instances"]
+    assert list(table.display.columns) == [
+        "dataset",
+        "encoder",
+        "ranking",
+        "AUC",
+        "AUC 95% CI",
+        "P@1",
+        "P@3",
+        "chance P (P/T)",
+        "seeds",
+        "instances",
+    ]
     assert output.missing == []
 
 

@@ -13,26 +13,60 @@ from gridlab.report.sections.serrano_smith import SECTION
 
 
 def axes(seed: int) -> dict:
-    return {"cell_id": f"c{seed}", "dataset": "sst", "encoder": "lstm", "attention": "additive",
-            "projection": "softmax", "projection_lambda": math.nan, "architecture": "flat",
-            "attention_mode": "learned", "seed": seed}
+    return {
+        "cell_id": f"c{seed}",
+        "dataset": "sst",
+        "encoder": "lstm",
+        "attention": "additive",
+        "projection": "softmax",
+        "projection_lambda": math.nan,
+        "architecture": "flat",
+        "attention_mode": "learned",
+        "seed": seed,
+    }
 
 
 def single_rows() -> pd.DataFrame:
     """Seed 0: both x1, i* only x2, r only x1, neither x6, and one T = 1 row (all null). Seed 1: i* only x4,
     neither x6. delta_js < 0 on 3 rows of seed 0 and none of seed 1."""
     records = []
-    patterns = {0: [(True, True)] + [(True, False)] * 2 + [(False, True)] + [(False, False)] * 6,
-                1: [(True, False)] * 4 + [(False, False)] * 6}
+    patterns = {
+        0: [(True, True)] + [(True, False)] * 2 + [(False, True)] + [(False, False)] * 6,
+        1: [(True, False)] * 4 + [(False, False)] * 6,
+    }
     for seed, flips in patterns.items():
         for i, (top, rand) in enumerate(flips):
             negative = seed == 0 and i < 3
-            records.append({**axes(seed), "instance_id": i, "length": 5, "pred": 0, "max_attention": 0.5,
-                            "js_top": 0.1, "js_rand": 0.2 if negative else 0.05,
-                            "delta_js": -0.1 if negative else 0.05, "delta_alpha": 0.1 * (i % 10),
-                            "flip_top": top, "flip_rand": rand})
-    records.append({**axes(0), "instance_id": 99, "length": 1, "pred": 0, "max_attention": 1.0, "js_top": None,
-                    "js_rand": None, "delta_js": None, "delta_alpha": None, "flip_top": None, "flip_rand": None})
+            records.append(
+                {
+                    **axes(seed),
+                    "instance_id": i,
+                    "length": 5,
+                    "pred": 0,
+                    "max_attention": 0.5,
+                    "js_top": 0.1,
+                    "js_rand": 0.2 if negative else 0.05,
+                    "delta_js": -0.1 if negative else 0.05,
+                    "delta_alpha": 0.1 * (i % 10),
+                    "flip_top": top,
+                    "flip_rand": rand,
+                }
+            )
+    records.append(
+        {
+            **axes(0),
+            "instance_id": 99,
+            "length": 1,
+            "pred": 0,
+            "max_attention": 1.0,
+            "js_top": None,
+            "js_rand": None,
+            "delta_js": None,
+            "delta_alpha": None,
+            "flip_top": None,
+            "flip_rand": None,
+        }
+    )
     return pd.DataFrame.from_records(records)
 
 
@@ -43,14 +77,30 @@ def multi_rows() -> pd.DataFrame:
     records = []
     for i, (attention, gradient, exact) in enumerate(instances):
         row = {**axes(0), "instance_id": i, "length": 4, "pred": 0, "max_attention": 0.5}
-        for name, removed in (("attention", attention), ("gradient", gradient), ("exact", exact),
-                              ("random", None), ("grad_x_attention", None)):
+        for name, removed in (
+            ("attention", attention),
+            ("gradient", gradient),
+            ("exact", exact),
+            ("random", None),
+            ("grad_x_attention", None),
+        ):
             row[f"removed_{name}"] = removed
             row[f"frac_{name}"] = None if removed is None else removed / 4
         records.append(row)
-    records.append({**axes(0), "instance_id": 9, "length": 1, "pred": 0, "max_attention": 1.0,
-                    **{f"{c}_{n}": None for c in ("removed", "frac")
-                       for n in ("attention", "gradient", "exact", "random", "grad_x_attention")}})
+    records.append(
+        {
+            **axes(0),
+            "instance_id": 9,
+            "length": 1,
+            "pred": 0,
+            "max_attention": 1.0,
+            **{
+                f"{c}_{n}": None
+                for c in ("removed", "frac")
+                for n in ("attention", "gradient", "exact", "random", "grad_x_attention")
+            },
+        }
+    )
     return pd.DataFrame.from_records(records)
 
 

@@ -15,49 +15,101 @@ from gridlab.report.sections.vashishth import SECTION, max_attention_bin
 T_975_1 = 12.706204736174707  # scipy.stats.t.ppf(0.975, 1): the 95% interval with two seeds
 
 
-
-
 def axes(dataset="sst", encoder="lstm", attention="additive", architecture="flat", mode="learned", seed=0) -> dict:
     cell = f"{dataset}-{encoder}-{attention}-{architecture}-{mode}-{seed}"
-    return {"cell_id": cell, "dataset": dataset, "encoder": encoder, "attention": attention, "projection": "softmax",
-            "projection_lambda": math.nan, "architecture": architecture, "attention_mode": mode, "seed": seed}
+    return {
+        "cell_id": cell,
+        "dataset": dataset,
+        "encoder": encoder,
+        "attention": attention,
+        "projection": "softmax",
+        "projection_lambda": math.nan,
+        "architecture": architecture,
+        "attention_mode": mode,
+        "seed": seed,
+    }
 
 
 def ablation_rows() -> pd.DataFrame:
     """SST flat learned cells (seeds 0, 1) and their uniform-trained twins; one SNLI pair cell."""
     records = []
-    learned = {0: {"learned": 0.80, "uniform": 0.78, "random": 0.79, "permute": 0.79},
-               1: {"learned": 0.84, "uniform": 0.80, "random": 0.82, "permute": 0.81}}
+    learned = {
+        0: {"learned": 0.80, "uniform": 0.78, "random": 0.79, "permute": 0.79},
+        1: {"learned": 0.84, "uniform": 0.80, "random": 0.82, "permute": 0.81},
+    }
     for seed, values in learned.items():
         for mode, value in values.items():
-            records.append({**axes(seed=seed), "mode": mode, "metric": "accuracy", "value": value,
-                            "delta": value - values["learned"], "instances": 100})
+            records.append(
+                {
+                    **axes(seed=seed),
+                    "mode": mode,
+                    "metric": "accuracy",
+                    "value": value,
+                    "delta": value - values["learned"],
+                    "instances": 100,
+                }
+            )
     for seed, own in ((0, 0.79), (1, 0.82)):  # trained with uniform attention: their own `learned` rows
         for mode, value in (("learned", own), ("uniform", own), ("permute", own - 0.1)):
-            records.append({**axes(mode="uniform", seed=seed), "mode": mode, "metric": "accuracy", "value": value,
-                            "delta": value - own, "instances": 100})
+            records.append(
+                {
+                    **axes(mode="uniform", seed=seed),
+                    "mode": mode,
+                    "metric": "accuracy",
+                    "value": value,
+                    "delta": value - own,
+                    "instances": 100,
+                }
+            )
     for mode, value in (("learned", 0.70), ("permute", 0.40)):
-        records.append({**axes("snli", architecture="pair"), "mode": mode, "metric": "accuracy", "value": value,
-                        "delta": value - 0.70, "instances": 100})
+        records.append(
+            {
+                **axes("snli", architecture="pair"),
+                "mode": mode,
+                "metric": "accuracy",
+                "value": value,
+                "delta": value - 0.70,
+                "instances": 100,
+            }
+        )
     return pd.DataFrame.from_records(records)
 
 
 def permutation_rows() -> pd.DataFrame:
     records = []
-    for dataset, architecture, tvds in (("sst", "flat", [0.01, 0.02, 0.03, 0.05]),
-                                        ("snli", "pair", [0.3, 0.5, 0.4, 0.6])):
+    for dataset, architecture, tvds in (
+        ("sst", "flat", [0.01, 0.02, 0.03, 0.05]),
+        ("snli", "pair", [0.3, 0.5, 0.4, 0.6]),
+    ):
         for i, (tvd, top) in enumerate(zip(tvds, [0.2, 0.25, 0.6, 0.9])):
-            records.append({**axes(dataset, architecture=architecture), "instance_id": i, "max_attention": top,
-                            "tvd_median": tvd, "tvd_mean": tvd, "tvd_max": tvd})
+            records.append(
+                {
+                    **axes(dataset, architecture=architecture),
+                    "instance_id": i,
+                    "max_attention": top,
+                    "tvd_median": tvd,
+                    "tvd_mean": tvd,
+                    "tvd_max": tvd,
+                }
+            )
     return pd.DataFrame.from_records(records)
 
 
 def layer_rows() -> pd.DataFrame:
     accuracy = {0: [0.80, 0.70, 0.60], 1: [0.82, 0.74, 0.50]}
-    return pd.DataFrame.from_records([
-        {**axes(encoder="transformer", attention="dot", seed=seed), "layers_permuted": k, "accuracy": a,
-         "delta": a - values[0], "instances": 50}
-        for seed, values in accuracy.items() for k, a in enumerate(values)])
+    return pd.DataFrame.from_records(
+        [
+            {
+                **axes(encoder="transformer", attention="dot", seed=seed),
+                "layers_permuted": k,
+                "accuracy": a,
+                "delta": a - values[0],
+                "instances": 50,
+            }
+            for seed, values in accuracy.items()
+            for k, a in enumerate(values)
+        ]
+    )
 
 
 def table(output, table_id: str) -> Table:
@@ -93,7 +145,12 @@ def test_train_infer_and_infer_across_two_seeds(fake_inputs):
     assert len(frame[(frame["variant"] == "permute")]) == 1
     assert not (frame["variant"] == "random").loc[frame["setting"] == "train+infer"].any()
     assert list(frame["variant"] + "/" + frame["setting"]) == [
-        "learned/base", "uniform/train+infer", "uniform/infer", "random/infer", "permute/infer"]
+        "learned/base",
+        "uniform/train+infer",
+        "uniform/infer",
+        "random/infer",
+        "permute/infer",
+    ]
 
 
 def test_pair_table_and_what_is_missing(fake_inputs):
@@ -127,7 +184,13 @@ def test_fig2_one_panel_per_task_and_dataset(fake_inputs):
 
 def test_max_attention_bins_close_on_the_right():
     assert list(max_attention_bin(pd.Series([0.0, 0.25, 0.26, 0.5, 0.75, 1.0]))) == [
-        "0-0.25", "0-0.25", "0.25-0.5", "0.25-0.5", "0.5-0.75", "0.75-1"]
+        "0-0.25",
+        "0-0.25",
+        "0.25-0.5",
+        "0.25-0.5",
+        "0.5-0.75",
+        "0.75-1",
+    ]
 
 
 def test_fig4_accuracy_per_layer_across_seeds(fake_inputs):

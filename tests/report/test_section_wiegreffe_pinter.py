@@ -12,9 +12,17 @@ from gridlab.report.sections.wiegreffe_pinter import SECTION
 
 
 def axes(seed: int) -> dict:
-    return {"cell_id": f"c{seed}", "dataset": "sst", "encoder": "lstm", "attention": "additive",
-            "projection": "softmax", "projection_lambda": math.nan, "architecture": "flat",
-            "attention_mode": "learned", "seed": seed}
+    return {
+        "cell_id": f"c{seed}",
+        "dataset": "sst",
+        "encoder": "lstm",
+        "attention": "additive",
+        "projection": "softmax",
+        "projection_lambda": math.nan,
+        "architecture": "flat",
+        "attention_mode": "learned",
+        "seed": seed,
+    }
 
 
 SEED_JSD = {0: [0.1, 0.2, 0.3], 1: [0.05, 0.15, 0.4]}
@@ -22,31 +30,78 @@ ADVERSARIAL_JSD = {0: [0.5, 0.1, 0.6], 1: [0.01, 0.2, 0.3]}  # above the seed JS
 
 
 def seed_rows() -> pd.DataFrame:
-    return pd.DataFrame.from_records([
-        {**axes(seed), "instance_id": i, "other_seeds": 1, "peer_cells": f"c{1 - seed}", "jsd_seed_mean": jsd,
-         "jsd_seed_max": jsd, "tvd_seed_mean": 0.01}
-        for seed, values in SEED_JSD.items() for i, jsd in enumerate(values)])
+    return pd.DataFrame.from_records(
+        [
+            {
+                **axes(seed),
+                "instance_id": i,
+                "other_seeds": 1,
+                "peer_cells": f"c{1 - seed}",
+                "jsd_seed_mean": jsd,
+                "jsd_seed_max": jsd,
+                "tvd_seed_mean": 0.01,
+            }
+            for seed, values in SEED_JSD.items()
+            for i, jsd in enumerate(values)
+        ]
+    )
 
 
 def adversarial_rows() -> pd.DataFrame:
-    return pd.DataFrame.from_records([
-        {**axes(seed), "instance_id": i, "jsd_eps_max": jsd, "tvd_at_jsd": 0.005, "steps_run": 100, "n_within_eps": 3}
-        for seed, values in ADVERSARIAL_JSD.items() for i, jsd in enumerate(values)])
+    return pd.DataFrame.from_records(
+        [
+            {
+                **axes(seed),
+                "instance_id": i,
+                "jsd_eps_max": jsd,
+                "tvd_at_jsd": 0.005,
+                "steps_run": 100,
+                "n_within_eps": 3,
+            }
+            for seed, values in ADVERSARIAL_JSD.items()
+            for i, jsd in enumerate(values)
+        ]
+    )
 
 
 def adversary_rows() -> pd.DataFrame:
-    return pd.DataFrame.from_records([
-        {**axes(seed), "variant": "frozen", "jsd_mean": jsd, "jsd_median": jsd, "tvd_mean": 0.1, "accuracy": 0.7,
-         "base_accuracy": 0.8, "accuracy_delta": -0.1, "epochs_trained": 8, "best_epoch": 2, "instances": 3}
-        for seed, jsd in ((0, 0.6), (1, 0.5))])
+    return pd.DataFrame.from_records(
+        [
+            {
+                **axes(seed),
+                "variant": "frozen",
+                "jsd_mean": jsd,
+                "jsd_median": jsd,
+                "tvd_mean": 0.1,
+                "accuracy": 0.7,
+                "base_accuracy": 0.8,
+                "accuracy_delta": -0.1,
+                "epochs_trained": 8,
+                "best_epoch": 2,
+                "instances": 3,
+            }
+            for seed, jsd in ((0, 0.6), (1, 0.5))
+        ]
+    )
 
 
 def mlp_rows() -> pd.DataFrame:
     accuracy = {"uniform": (0.70, 0.72), "learned": (0.75, 0.77), "base": (0.78, 0.82)}
-    return pd.DataFrame.from_records([
-        {**axes(seed), "variant": variant, "accuracy": values[seed], "f1_macro": values[seed] - 0.01,
-         "dev_accuracy": 0.7, "best_epoch": 4, "instances": 100}
-        for variant, values in accuracy.items() for seed in (0, 1)])
+    return pd.DataFrame.from_records(
+        [
+            {
+                **axes(seed),
+                "variant": variant,
+                "accuracy": values[seed],
+                "f1_macro": values[seed] - 0.01,
+                "dev_accuracy": 0.7,
+                "best_epoch": 4,
+                "instances": 100,
+            }
+            for variant, values in accuracy.items()
+            for seed in (0, 1)
+        ]
+    )
 
 
 def cells() -> pd.DataFrame:
@@ -58,8 +113,15 @@ def artifact(output, artifact_id: str):
 
 
 def test_seed_variance_against_adversaries(fake_inputs):
-    inputs = fake_inputs({"seed_variance": seed_rows(), "adversarial": adversarial_rows(),
-                     "adversarial_model": adversary_rows(), "diagnostic_mlp": mlp_rows()}, cells())
+    inputs = fake_inputs(
+        {
+            "seed_variance": seed_rows(),
+            "adversarial": adversarial_rows(),
+            "adversarial_model": adversary_rows(),
+            "diagnostic_mlp": mlp_rows(),
+        },
+        cells(),
+    )
     output = SECTION.build(inputs)
     assert output.missing == []
     frame = artifact(output, "wp_seed_vs_adversarial").frame
@@ -75,8 +137,11 @@ def test_seed_variance_against_adversaries(fake_inputs):
 
 
 def test_cdf_figure_lines(fake_inputs):
-    output = SECTION.build(fake_inputs({"seed_variance": seed_rows(), "adversarial": adversarial_rows(),
-                                   "adversarial_model": adversary_rows()}))
+    output = SECTION.build(
+        fake_inputs(
+            {"seed_variance": seed_rows(), "adversarial": adversarial_rows(), "adversarial_model": adversary_rows()}
+        )
+    )
     figure = artifact(output, "wp_jsd_cdf").figure
     (ax,) = [ax for ax in figure.axes if ax.get_visible()]
     steps = [line for line in ax.lines if line.get_drawstyle() == "steps-post"]

@@ -10,7 +10,14 @@ from gridlab.report.sections.registry import SECTIONS, load_sections
 
 def test_all_seven_section_modules_import():
     assert [name.rsplit(".", 1)[-1] for name in SECTIONS] == [
-        "jain_wallace", "serrano_smith", "wiegreffe_pinter", "vashishth", "meister", "rationale", "heatmaps"]
+        "jain_wallace",
+        "serrano_smith",
+        "wiegreffe_pinter",
+        "vashishth",
+        "meister",
+        "rationale",
+        "heatmaps",
+    ]
     ids = []
     for name in SECTIONS:
         section = importlib.import_module(name).SECTION

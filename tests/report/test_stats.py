@@ -26,10 +26,29 @@ def rows() -> pd.DataFrame:
     """Three seeds of one configuration (values 1 2 3 | 4 6 | null 8) and one seed of another."""
     records = []
     for seed, values in ((0, [1.0, 2.0, 3.0]), (1, [4.0, 6.0]), (2, [None, 8.0])):
-        records += [{"cell_id": f"a{seed}", "dataset": "sst", "encoder": "lstm", "projection": "softmax",
-                     "projection_lambda": math.nan, "seed": seed, "x": v} for v in values]
-    records += [{"cell_id": "b0", "dataset": "sst", "encoder": "average", "projection": "softmax",
-                 "projection_lambda": math.nan, "seed": 0, "x": 10.0}]
+        records += [
+            {
+                "cell_id": f"a{seed}",
+                "dataset": "sst",
+                "encoder": "lstm",
+                "projection": "softmax",
+                "projection_lambda": math.nan,
+                "seed": seed,
+                "x": v,
+            }
+            for v in values
+        ]
+    records += [
+        {
+            "cell_id": "b0",
+            "dataset": "sst",
+            "encoder": "average",
+            "projection": "softmax",
+            "projection_lambda": math.nan,
+            "seed": 0,
+            "x": 10.0,
+        }
+    ]
     return pd.DataFrame.from_records(records)
 
 
@@ -74,10 +93,21 @@ def test_interval_helper_and_across_seeds_columns():
 
 
 def test_seed_table_names_columns_and_keeps_null_axes():
-    table = seed_table(rows(), ["dataset", "encoder", "projection_lambda"],
-                       {"x": ("x", "mean"), "x_sd": ("x", "std")}, spread=["x"])
-    assert list(table.columns) == ["dataset", "encoder", "projection_lambda", "x", "x_seed_sd", "x_ci_low",
-                                   "x_ci_high", "x_sd", "n_seeds", "n_instances"]
+    table = seed_table(
+        rows(), ["dataset", "encoder", "projection_lambda"], {"x": ("x", "mean"), "x_sd": ("x", "std")}, spread=["x"]
+    )
+    assert list(table.columns) == [
+        "dataset",
+        "encoder",
+        "projection_lambda",
+        "x",
+        "x_seed_sd",
+        "x_ci_low",
+        "x_ci_high",
+        "x_sd",
+        "n_seeds",
+        "n_instances",
+    ]
     lstm = table.set_index("encoder").loc["lstm"]
     assert lstm["x"] == pytest.approx(5.0) and lstm["x_seed_sd"] == pytest.approx(3.0)
     assert lstm["n_seeds"] == 3 and lstm["n_instances"] == 7  # rows, the null one included

@@ -18,8 +18,18 @@ SPECIFIC = pa.schema([("tvd_median", pa.float64()), ("removed_exact", pa.int64()
 def table_for(cell_id: str, ids: list[int]) -> pa.Table:
     config = CellConfig(dataset="sst", encoder="cnn", seed=2)
     n = len(ids)
-    common = common_columns("g", cell_id, config, "test", 3, np.array(ids), np.full(n, 7), np.zeros(n, int),
-                            np.ones(n, int), np.full(n, 0.5))
+    common = common_columns(
+        "g",
+        cell_id,
+        config,
+        "test",
+        3,
+        np.array(ids),
+        np.full(n, 7),
+        np.zeros(n, int),
+        np.ones(n, int),
+        np.full(n, 0.5),
+    )
     return rows_table(common, {"tvd_median": [0.1] * n, "removed_exact": [None] + [2] * (n - 1)}, SPECIFIC)
 
 
@@ -54,7 +64,6 @@ def test_a_failed_write_leaves_no_part(tmp_path: Path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         write_part(target, table_for("abc", [0]))
     assert not target.exists() and not list(target.parent.iterdir())
-
 
 
 def test_dropping_a_cells_parts_leaves_the_other_cells(tmp_path: Path):

@@ -34,8 +34,12 @@ def publish(root: Path, cache: Path, config: CellConfig) -> str:
     staged = root / f"staged-{identifier}"
     staged.mkdir()
     torch.save(model.state_dict(), staged / "model.pt")
-    files = {"config.json": {"cell_id": identifier, **config.model_dump(mode="json")}, "data.json": data_reference(data),
-             "metrics.json": {"test_accuracy": 0.0}, "history.json": []}
+    files = {
+        "config.json": {"cell_id": identifier, **config.model_dump(mode="json")},
+        "data.json": data_reference(data),
+        "metrics.json": {"test_accuracy": 0.0},
+        "history.json": [],
+    }
     for name, value in files.items():
         (staged / name).write_text(json.dumps(value))
     ModelStore(root / "g").publish(identifier, staged, {})
@@ -48,12 +52,19 @@ def test_every_applicable_per_instance_analysis_runs(architecture: str, dataset:
     (root / "g").mkdir(parents=True)
     for item in data_dir.iterdir():  # the store root doubles as the data folder: link the real datasets in
         (root / item.name).symlink_to(item)
-    config = CellConfig(dataset=dataset, encoder="gru", architecture=architecture,
-                        model=ModelConfig(embedding_dim=8, hidden_size=6, attention_size=6),
-                        data=DataConfig(max_length=80))
+    config = CellConfig(
+        dataset=dataset,
+        encoder="gru",
+        architecture=architecture,
+        model=ModelConfig(embedding_dim=8, hidden_size=6, attention_size=6),
+        data=DataConfig(max_length=80),
+    )
     identifier = publish(root, tmp_path / "cache", config)
-    applicable = [a for a, m in IMPLEMENTATIONS.items() if getattr(m, "SCOPE", "instance") == "instance"
-                  and ANALYSES[a].applies(config.model_dump())]
+    applicable = [
+        a
+        for a, m in IMPLEMENTATIONS.items()
+        if getattr(m, "SCOPE", "instance") == "instance" and ANALYSES[a].applies(config.model_dump())
+    ]
     assert {"importance_correlation", "permutation", "erasure_multi"} <= set(applicable)
     runner = ShardRunner(root / "g", root, tmp_path / "cache", torch.device("cpu"))
     written = runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES), {a: FAST.get(a, {}) for a in applicable}, 4))

@@ -21,8 +21,14 @@ TINY_MODEL = {"embedding_dim": 16, "hidden_size": 16, "attention_size": 16}
 def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.2", logging_level="warning",
-             _temp_dir=str(tmp_path_factory.mktemp("ray")), log_to_driver=False)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.2",
+        logging_level="warning",
+        _temp_dir=str(tmp_path_factory.mktemp("ray")),
+        log_to_driver=False,
+    )
     try:
         yield
     finally:
@@ -30,9 +36,13 @@ def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def write_grid(folder: Path, name: str = "g", **settings) -> Path:
-    grid = {"name": name, "results_dir": str(folder / "runs"),
-            "grid": {"dataset": ["sst", "synthetic"], "encoder": ["average", "lstm"], "seed": [0]},
-            "model": TINY_MODEL, "train": {"epochs": 2, "batch_size": 64, "max_train": 256}}
+    grid = {
+        "name": name,
+        "results_dir": str(folder / "runs"),
+        "grid": {"dataset": ["sst", "synthetic"], "encoder": ["average", "lstm"], "seed": [0]},
+        "model": TINY_MODEL,
+        "train": {"epochs": 2, "batch_size": 64, "max_train": 256},
+    }
     grid.update(settings)
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(grid, sort_keys=False))

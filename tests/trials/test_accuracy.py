@@ -21,10 +21,18 @@ pytestmark = pytest.mark.slow
 def test_sst_bilstm_with_jain_wallace_settings(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
     grid = yaml.safe_load((REPO / "grids" / "jain_wallace.yaml").read_text())
-    grid.update(name="jw-sst", results_dir=str(tmp_path / "runs"),
-                grid={"dataset": ["sst"], "architecture": ["flat"], "encoder": ["lstm"], "attention": ["additive"],
-                      "seed": [0]},
-                resources={"train": {"cpu": 2}})
+    grid.update(
+        name="jw-sst",
+        results_dir=str(tmp_path / "runs"),
+        grid={
+            "dataset": ["sst"],
+            "architecture": ["flat"],
+            "encoder": ["lstm"],
+            "attention": ["additive"],
+            "seed": [0],
+        },
+        resources={"train": {"cpu": 2}},
+    )
     path = tmp_path / "jw.yaml"
     path.write_text(yaml.safe_dump(grid))
     result = CliRunner().invoke(app, ["launch", str(path)])

@@ -47,8 +47,7 @@ def alive(pid: int) -> bool:
 
 def test_a_killed_actor_costs_only_its_shard(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
-    settings = dict(grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]}, instances=64,
-                    shard_size=32)
+    settings = dict(grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]}, instances=64, shard_size=32)
     path = write_grid(tmp_path, **settings)
     trained = CliRunner().invoke(app, ["launch", str(path)])
     assert trained.exit_code == 0, trained.output

@@ -23,8 +23,14 @@ pytestmark = pytest.mark.slow
 
 
 def gridlab(path: Path, env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "gridlab", "launch", str(path)], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "gridlab", "launch", str(path)],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def checkpoints(experiment: Path) -> dict[str, set[str]]:
@@ -40,9 +46,12 @@ def checkpoints(experiment: Path) -> dict[str, set[str]]:
 def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, data_dir: Path, monkeypatch):
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    path = write_grid(tmp_path, grid={"dataset": ["sst"], "encoder": ["lstm", "gru"], "seed": [0, 1]},
-                      train={"epochs": 6, "batch_size": 32, "max_train": 1200},
-                      model={"embedding_dim": 32, "hidden_size": 32, "attention_size": 32})
+    path = write_grid(
+        tmp_path,
+        grid={"dataset": ["sst"], "encoder": ["lstm", "gru"], "seed": [0, 1]},
+        train={"epochs": 6, "batch_size": 32, "max_train": 1200},
+        model={"embedding_dim": 32, "hidden_size": 32, "attention_size": 32},
+    )
     cells = expand(load_grid_file(path), str(path)).cells
     models = tmp_path / "runs" / "g" / "models"
     experiment = tmp_path / "runs" / "g" / "tune" / "launch-001"
@@ -56,8 +65,11 @@ def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, data_
     os.killpg(driver.pid, signal.SIGKILL)
     driver.wait()
     at_kill = checkpoints(experiment)
-    trained_before = {c.id: (models / c.id / "model.pt").stat().st_mtime_ns
-                      for c in cells if (models / c.id / "metrics.json").is_file()}
+    trained_before = {
+        c.id: (models / c.id / "model.pt").stat().st_mtime_ns
+        for c in cells
+        if (models / c.id / "metrics.json").is_file()
+    }
     assert len(trained_before) < len(cells), "the driver was killed too late to test anything"
 
     relaunch = gridlab(path, env)

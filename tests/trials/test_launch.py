@@ -100,14 +100,20 @@ def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path
     rewritten = launch(path)
     assert "analyses: 1 shards to run (35 parts already written)" in rewritten.output, rewritten.output
     assert pq.read_table(deleted).equals(content)  # the same rows, bit for bit
-    assert {p: p.stat().st_mtime_ns for p in parts if p != deleted} == {p: t for p, t in written.items() if p != deleted}
+    assert {p: p.stat().st_mtime_ns for p in parts if p != deleted} == {
+        p: t for p, t in written.items() if p != deleted
+    }
     mtimes = {c.id: (models / c.id / "model.pt").stat().st_mtime_ns for c in grid_cells}
 
     # a new seed and a cell forced to produce NaN (Adam with lr 1e30 overflows in two steps)
     grid = yaml.safe_load(path.read_text())
     grid["grid"]["seed"] = [0, 1]
-    grid["overrides"] = [{"when": {"dataset": "synthetic", "encoder": "average", "seed": 1},
-                          "set": {"train.lr": 1.0e30, "train.clip_norm": None}}]
+    grid["overrides"] = [
+        {
+            "when": {"dataset": "synthetic", "encoder": "average", "seed": 1},
+            "set": {"train.lr": 1.0e30, "train.clip_norm": None},
+        }
+    ]
     path.write_text(yaml.safe_dump(grid))
     third = launch(path)
     assert third.exit_code == 1, third.output  # a failed cell makes the launch fail, after the others finished
@@ -132,14 +138,21 @@ def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path
 
 def test_force_retrains_only_the_chosen_cell(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
-    path = write_grid(tmp_path, grid={"dataset": ["synthetic"], "encoder": ["average", "noenc"]},
-                      analyses={"permutation": {"n": 5}}, instances=32, shard_size=32)
+    path = write_grid(
+        tmp_path,
+        grid={"dataset": ["synthetic"], "encoder": ["average", "noenc"]},
+        analyses={"permutation": {"n": 5}},
+        instances=32,
+        shard_size=32,
+    )
     assert launch(path).exit_code == 0
     first, second = cells(path)
     models = tmp_path / "runs" / "g" / "models"
     before = {c.id: (models / c.id / "model.pt").stat().st_mtime_ns for c in (first, second)}
-    part = {c.id: tmp_path / "runs" / "g" / "analyses" / "permutation" / f"cell={c.id}" / "part-00000.parquet"
-            for c in (first, second)}
+    part = {
+        c.id: tmp_path / "runs" / "g" / "analyses" / "permutation" / f"cell={c.id}" / "part-00000.parquet"
+        for c in (first, second)
+    }
     rows_before = {i: (p.stat().st_mtime_ns, p.read_bytes()) for i, p in part.items()}
     forced = CliRunner().invoke(app, ["launch", str(path), "--force", first.id])
     assert forced.exit_code == 0, forced.output

@@ -16,7 +16,8 @@ The sample is deterministic (the same rows give the same heatmaps):
 The model is reloaded (`ShardRunner.load`, CPU) and everything shown is recomputed on just those instances:
 attention with `forward_once`, gradient and leave-one-out importance with `gridlab.analyses.importance`, and
 the adversarial attention by the analysis's own optimisation (`adversarial.optimise`) with the grid's
-`adversarial` parameters, one instance at a time. Its JSD agrees with the instance's `jsd_eps_max` row up to float rounding; both are shown. Without an
+`adversarial` parameters, one instance at a time. Its JSD agrees with the instance's `jsd_eps_max` row up to
+float rounding; both are shown. Without an
 `adversarial` analysis in the grid the adversarial line is left out.
 
 Attention items are the tokens of the prepared test split (`tokens`), which `<sos>`/`<eos>` surround in a
@@ -57,8 +58,15 @@ CELLS = 3
 INSTANCES = 4
 MAX_ITEMS = 60
 ARCHITECTURES = ("flat", "pair", "han")
-PER_INSTANCE = ("importance_correlation", "permutation", "erasure_single", "erasure_multi", "sparsity_importance",
-                "rationale_recovery", "seed_variance")
+PER_INSTANCE = (
+    "importance_correlation",
+    "permutation",
+    "erasure_single",
+    "erasure_multi",
+    "sparsity_importance",
+    "rationale_recovery",
+    "seed_variance",
+)
 # (row name, RGB of its shade, what it is)
 LINES = (
     ("attention", (230, 120, 20), "the model's attention"),
@@ -101,8 +109,9 @@ def build(inputs) -> SectionOutput:
     params = inputs.grid.analyses.get("adversarial")
     if params is None:
         missing.append("heatmaps, adversarial attention: the grid has no adversarial analysis")
-    runner = ShardRunner(inputs.results_dir, inputs.grid.data_dir, inputs.grid.spec.results_dir / "cache",
-                         torch.device("cpu"))
+    runner = ShardRunner(
+        inputs.results_dir, inputs.grid.data_dir, inputs.grid.spec.results_dir / "cache", torch.device("cpu")
+    )
     adversarial_rows = inputs.rows("adversarial")
     maps = []
     for cell in cells.to_dict("records"):
@@ -115,10 +124,17 @@ def build(inputs) -> SectionOutput:
         maps += heatmaps(cell, loaded, ids, params, adversarial_rows)
     if not maps:
         return SectionOutput([], missing)
-    fragment = Fragment("heatmaps", "Per-instance heatmaps (J&W Fig. 1)", render(maps), caption=(
-        f"Up to {INSTANCES} test instances for each of up to {CELLS} cells, chosen by the largest adversarial JSD "
-        "(else the largest maximum attention): tokens shaded by the model's attention, J&W's adversarial attention, "
-        "gradient and leave-one-out importance, each relative to its own largest value."))
+    fragment = Fragment(
+        "heatmaps",
+        "Per-instance heatmaps (J&W Fig. 1)",
+        render(maps),
+        caption=(
+            f"Up to {INSTANCES} test instances for each of up to {CELLS} cells, chosen by the largest adversarial JSD "
+            "(else the largest maximum attention): tokens shaded by the model's attention, "
+            "J&W's adversarial attention, "
+            "gradient and leave-one-out importance, each relative to its own largest value."
+        ),
+    )
     return SectionOutput([fragment], missing)
 
 
@@ -130,8 +146,11 @@ def sample_cells(inputs) -> pd.DataFrame:
     cells = inputs.cells
     if len(cells) == 0:
         return cells
-    usable = cells[(cells["attention_mode"] == "learned") & cells["architecture"].isin(ARCHITECTURES)
-                   & cells["dataset"].map(lambda d: DATASETS[d].task != "translation")]
+    usable = cells[
+        (cells["attention_mode"] == "learned")
+        & cells["architecture"].isin(ARCHITECTURES)
+        & cells["dataset"].map(lambda d: DATASETS[d].task != "translation")
+    ]
     for analysis_id in ("adversarial", *PER_INSTANCE):
         rows = inputs.rows(analysis_id)
         if rows is not None and usable["cell_id"].isin(rows["cell_id"]).any():
@@ -162,21 +181,27 @@ def _top(rows: pd.DataFrame, column: str) -> list[int]:
     short = rows[(rows["length"] >= 2) & (rows["length"] <= MAX_ITEMS)]
     pool = short if len(short) else rows
     ranked = pool.assign(_x=pool[column].astype(float).fillna(-math.inf)).sort_values(
-        ["_x", "instance_id"], ascending=[False, True], kind="stable")
+        ["_x", "instance_id"], ascending=[False, True], kind="stable"
+    )
     return [int(i) for i in ranked["instance_id"].head(INSTANCES)]
 
 
 # ---- recomputing one cell's instances -------------------------------------------------------------------------
 
 
-def heatmaps(cell: dict, loaded, instance_ids: list[int], params, adversarial_rows: pd.DataFrame | None) -> list[Heatmap]:
+def heatmaps(
+    cell: dict, loaded, instance_ids: list[int], params, adversarial_rows: pd.DataFrame | None
+) -> list[Heatmap]:
     model, data = loaded.model, loaded.data
     han = hierarchical(model)
     subset = data.splits["test"].take(pa.array(instance_ids, pa.int64()))  # instance_id is the row index
     batch = next(iterate_batches(subset, len(instance_ids), sentences=han))
     shared = forward_once(model, batch)
-    lines = {"attention": shared.alpha, "gradient": gradient_importance(model, batch, shared),
-             "leave_one_out": leave_one_out(model, batch, shared)}
+    lines = {
+        "attention": shared.alpha,
+        "gradient": gradient_importance(model, batch, shared),
+        "leave_one_out": leave_one_out(model, batch, shared),
+    }
     rows = subset.to_pydict()
     written = {}
     if adversarial_rows is not None:
@@ -187,8 +212,10 @@ def heatmaps(cell: dict, loaded, instance_ids: list[int], params, adversarial_ro
         mask = shared.encoded.mask[b]
         items = attention_items(rows["tokens"][b], rows["sentence_starts"][b] if han else None)
         if len(items) != int(mask.sum()):
-            raise ValueError(f"cell {cell['cell_id']} instance {instance_id}: {len(items)} items, "
-                             f"{int(mask.sum())} attention positions")
+            raise ValueError(
+                f"cell {cell['cell_id']} instance {instance_id}: {len(items)} items, "
+                f"{int(mask.sum())} attention positions"
+            )
         weights = {name: values[b][mask].detach().double().cpu().numpy() for name, values in lines.items()}
         adversary = None
         if params is not None:
@@ -198,8 +225,20 @@ def heatmaps(cell: dict, loaded, instance_ids: list[int], params, adversarial_ro
         query = " ".join(rows["query_tokens"][b]) if "query_tokens" in rows else None
         names = data.label_names
         label, pred = int(batch.labels[b]), int(shared.pred[b])
-        maps.append(Heatmap(cell, instance_id, items, query, _name(names, label), _name(names, pred),
-                            float(shared.probs[b, pred]), weights, adversary, written.get(instance_id)))
+        maps.append(
+            Heatmap(
+                cell,
+                instance_id,
+                items,
+                query,
+                _name(names, label),
+                _name(names, pred),
+                float(shared.probs[b, pred]),
+                weights,
+                adversary,
+                written.get(instance_id),
+            )
+        )
     return maps
 
 
@@ -220,8 +259,14 @@ def _row(shared: SharedPass, b: int) -> SharedPass:
     """Instance b's part of a shared pass, as a batch of one (h and query detached)."""
     e, keep = shared.encoded, slice(b, b + 1)
     encoded = Encoded(e.h[keep].detach(), e.mask[keep], None if e.query is None else e.query[keep].detach())
-    return SharedPass(_batch_row(shared.batch, keep), encoded, shared.alpha[keep], shared.logits[keep],
-                      shared.probs[keep], shared.pred[keep])
+    return SharedPass(
+        _batch_row(shared.batch, keep),
+        encoded,
+        shared.alpha[keep],
+        shared.logits[keep],
+        shared.probs[keep],
+        shared.pred[keep],
+    )
 
 
 def _batch_row(batch: Batch, keep: slice) -> Batch:
@@ -237,7 +282,9 @@ def _batch_row(batch: Batch, keep: slice) -> Batch:
     return Batch(**sliced)
 
 
-def adversarial_attention(model, shared: SharedPass, b: int, cell_id: str, instance_id: int, params) -> Adversary | None:
+def adversarial_attention(
+    model, shared: SharedPass, b: int, cell_id: str, instance_id: int, params
+) -> Adversary | None:
     """J&W Algorithm 3 for instance b, with the analysis's own optimisation (`adversarial.optimise`: the same
     starting logits, steps and early stopping), then the candidate with the largest JSD among those within
     eps. None for a single-item instance (nothing to move)."""
@@ -280,19 +327,25 @@ def legend() -> str:
     swatches = []
     for name, rgb, meaning in LINES:
         ramp = ", ".join(f"rgba({rgb[0]},{rgb[1]},{rgb[2]},{a})" for a in (0.0, 1.0))
-        swatches.append(f'<span style="display:inline-block;margin-right:14px"><span style="display:inline-block;'
-                        f'width:48px;height:10px;background:linear-gradient(to right, {ramp});border:1px solid #ccc">'
-                        f'</span> {_e(name)}: {_e(meaning)}</span>')
-    note = ("Shade ∝ value / the line's largest value (0 = white); hover a token for its value. "
-            "Adversarial: the most distant of J&W's k candidates whose output moves by at most ε in TVD.")
+        swatches.append(
+            f'<span style="display:inline-block;margin-right:14px"><span style="display:inline-block;'
+            f'width:48px;height:10px;background:linear-gradient(to right, {ramp});border:1px solid #ccc">'
+            f"</span> {_e(name)}: {_e(meaning)}</span>"
+        )
+    note = (
+        "Shade ∝ value / the line's largest value (0 = white); hover a token for its value. "
+        "Adversarial: the most distant of J&W's k candidates whose output moves by at most ε in TVD."
+    )
     return f'<div style="margin-bottom:10px">{"".join(swatches)}<div style="color:#555">{_e(note)}</div></div>'
 
 
 def instance_block(m: Heatmap) -> str:
     cell = m.cell
     name = " · ".join(str(cell[k]) for k in ("dataset", "encoder", "attention", "projection") if cell.get(k))
-    head = (f"{name} · seed {cell['seed']} (cell {cell['cell_id']}) — test instance {m.instance_id}: "
-            f"label {m.label}, prediction {m.pred} (p = {m.confidence:.3f})")
+    head = (
+        f"{name} · seed {cell['seed']} (cell {cell['cell_id']}) — test instance {m.instance_id}: "
+        f"label {m.label}, prediction {m.pred} (p = {m.confidence:.3f})"
+    )
     lines = [f'<div style="font-weight:600">{_e(head)}</div>']
     if m.query is not None:
         lines.append(f'<div style="color:#333">query: {_e(m.query)}</div>')
@@ -301,12 +354,16 @@ def instance_block(m: Heatmap) -> str:
     for name, rgb, _ in LINES:
         if name not in m.weights:
             continue
-        rows.append(f'<tr data-line="{_e(name)}"><th style="text-align:left;vertical-align:top;padding-right:8px;'
-                    f'font-weight:normal;color:#555;white-space:nowrap">{_e(name)}</th>'
-                    f'<td>{_shaded(m.items, m.weights[name], rgb)}</td></tr>')
+        rows.append(
+            f'<tr data-line="{_e(name)}"><th style="text-align:left;vertical-align:top;padding-right:8px;'
+            f'font-weight:normal;color:#555;white-space:nowrap">{_e(name)}</th>'
+            f"<td>{_shaded(m.items, m.weights[name], rgb)}</td></tr>"
+        )
     lines.append(f'<table style="border-collapse:collapse">{"".join(rows)}</table>')
-    return (f'<div data-cell="{_e(cell["cell_id"])}" data-instance="{m.instance_id}" '
-            f'style="margin:14px 0;padding:8px;border:1px solid #ddd;border-radius:4px">{"".join(lines)}</div>')
+    return (
+        f'<div data-cell="{_e(cell["cell_id"])}" data-instance="{m.instance_id}" '
+        f'style="margin:14px 0;padding:8px;border:1px solid #ddd;border-radius:4px">{"".join(lines)}</div>'
+    )
 
 
 def _adversary_note(m: Heatmap) -> str:
@@ -316,8 +373,10 @@ def _adversary_note(m: Heatmap) -> str:
     written = f"; its jsd_eps_max row: {m.row_jsd:.4f}" if m.row_jsd is not None else ""
     if a.alpha is None:
         return f"adversarial: no candidate within ε = {a.eps:g} after {a.steps} steps{written}"
-    return (f"adversarial: JSD {a.jsd:.4f} from the model's attention (max ln 2 = 0.693), output TVD {a.tvd:.4f} "
-            f"≤ ε = {a.eps:g}; {a.n_within} of {a.k} candidates within ε after {a.steps} steps{written}")
+    return (
+        f"adversarial: JSD {a.jsd:.4f} from the model's attention (max ln 2 = 0.693), output TVD {a.tvd:.4f} "
+        f"≤ ε = {a.eps:g}; {a.n_within} of {a.k} candidates within ε after {a.steps} steps{written}"
+    )
 
 
 def _shaded(items: list[str], weights: np.ndarray, rgb: tuple[int, int, int]) -> str:
@@ -325,9 +384,11 @@ def _shaded(items: list[str], weights: np.ndarray, rgb: tuple[int, int, int]) ->
     spans = []
     for item, w in zip(items, weights):
         alpha = float(w) / top if top > 0 else 0.0
-        spans.append(f'<span data-w="{float(w)!r}" title="{_e(item)}: {float(w):.4g}" style="background-color:'
-                     f'rgba({rgb[0]},{rgb[1]},{rgb[2]},{alpha:.3f});padding:1px 2px;margin:0 1px;border-radius:2px">'
-                     f'{_e(item)}</span>')
+        spans.append(
+            f'<span data-w="{float(w)!r}" title="{_e(item)}: {float(w):.4g}" style="background-color:'
+            f'rgba({rgb[0]},{rgb[1]},{rgb[2]},{alpha:.3f});padding:1px 2px;margin:0 1px;border-radius:2px">'
+            f"{_e(item)}</span>"
+        )
     return " ".join(spans)
 
 

@@ -42,11 +42,18 @@ def table2_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (configuration, predicted class) and per configuration over all classes: tau means,
     instance std, significant shares, each a mean across seeds of its per-cell value, with seed spread."""
     by = [*model_axes(rows), "pred"]
-    frame = rows.assign(pred=rows["pred"].astype(int).astype(str),
-                        sig_g=significant(rows["p_g"]), sig_loo=significant(rows["p_loo"]))
+    frame = rows.assign(
+        pred=rows["pred"].astype(int).astype(str), sig_g=significant(rows["p_g"]), sig_loo=significant(rows["p_loo"])
+    )
     both = pd.concat([frame, frame.assign(pred=ALL)], ignore_index=True)
-    measures = {"tau_g": ("tau_g", "mean"), "tau_g_sd": ("tau_g", "std"), "sig_g": ("sig_g", "mean"),
-                "tau_loo": ("tau_loo", "mean"), "tau_loo_sd": ("tau_loo", "std"), "sig_loo": ("sig_loo", "mean")}
+    measures = {
+        "tau_g": ("tau_g", "mean"),
+        "tau_g_sd": ("tau_g", "std"),
+        "sig_g": ("sig_g", "mean"),
+        "tau_loo": ("tau_loo", "mean"),
+        "tau_loo_sd": ("tau_loo", "std"),
+        "sig_loo": ("sig_loo", "mean"),
+    }
     table = seed_table(both, by, measures, spread=["tau_g", "sig_g", "tau_loo", "sig_loo"])
     table = merge_on(table, paper_table2(), [k for k in PAPER_KEYS if k in table.columns])
     order = table.assign(_class=class_order(table["pred"]))
@@ -59,8 +66,9 @@ def paper_table2() -> pd.DataFrame:
     keys = list(PAPER_KEYS)
     wide = None
     for measure, short in (("tau_g", "g"), ("tau_loo", "loo")):
-        part = paper[paper["measure"] == measure][[*keys, "mean", "std", "sig_frac"]].rename(columns={
-            "mean": f"paper_tau_{short}", "std": f"paper_tau_{short}_sd", "sig_frac": f"paper_sig_{short}"})
+        part = paper[paper["measure"] == measure][[*keys, "mean", "std", "sig_frac"]].rename(
+            columns={"mean": f"paper_tau_{short}", "std": f"paper_tau_{short}_sd", "sig_frac": f"paper_sig_{short}"}
+        )
         wide = part if wide is None else wide.merge(part, on=keys, how="outer")
     return wide
 
@@ -87,10 +95,11 @@ def table2(rows: pd.DataFrame) -> Table:
         "mean ('–' with one seed); sig: share of instances with p < 0.05, averaged over seeds. Undefined τ "
         "(a constant vector, T < 2) is left out. "
         f"J&W columns: {citation('jw_table2')}, where dataset, encoder, attention and class match "
-        "(their SNLI class order is not stated, so SNLI is not matched)."
-        + (f" All rows: {fixed}." if fixed else ""))
-    return Table("jw_table2", "J&W Table 2: attention vs gradient and leave-one-out importance", frame,
-                 caption, display)
+        "(their SNLI class order is not stated, so SNLI is not matched)." + (f" All rows: {fixed}." if fixed else "")
+    )
+    return Table(
+        "jw_table2", "J&W Table 2: attention vs gradient and leave-one-out importance", frame, caption, display
+    )
 
 
 def table1(inputs: ReportInputs) -> Table | None:
@@ -102,7 +111,8 @@ def table1(inputs: ReportInputs) -> Table | None:
     frame = seed_table(cells, by, {"test_accuracy": ("test_accuracy", "mean")})
     frame = frame.drop(columns=["n_instances"])
     paper = published("jw_table1")[["dataset", "metric", "value"]].rename(
-        columns={"metric": "paper_metric", "value": "paper_value"})
+        columns={"metric": "paper_metric", "value": "paper_value"}
+    )
     paper = paper.assign(encoder="lstm")  # their Table 1 is the BiLSTM's
     frame = merge_on(frame, paper, ["dataset", "encoder"])
     shown = grouping_axes(cells)
@@ -110,22 +120,31 @@ def table1(inputs: ReportInputs) -> Table | None:
     display["test accuracy"] = pm(frame, "test_accuracy", digits=3)
     display["95% CI"] = ci(frame, "test_accuracy", digits=3)
     display["seeds"] = frame["n_seeds"]
-    display["J&W (BiLSTM)"] = [("–" if pd.isna(v) else f"{v:.2f} ({m})")
-                               for v, m in zip(frame["paper_value"], frame["paper_metric"])]
-    caption = ("Test accuracy of each configuration's best-dev-epoch model: mean ± std across seeds, 95% t-interval. "
-               f"J&W: {citation('jw_table1')}, their BiLSTM only; their metric is F1 for classification "
-               "(accuracy for QA, micro-F1 for NLI), so the comparison is rough.")
+    display["J&W (BiLSTM)"] = [
+        ("–" if pd.isna(v) else f"{v:.2f} ({m})") for v, m in zip(frame["paper_value"], frame["paper_metric"])
+    ]
+    caption = (
+        "Test accuracy of each configuration's best-dev-epoch model: mean ± std across seeds, 95% t-interval. "
+        f"J&W: {citation('jw_table1')}, their BiLSTM only; their metric is F1 for classification "
+        "(accuracy for QA, micro-F1 for NLI), so the comparison is rough."
+    )
     return Table("jw_table1", "Test performance (J&W Table 1)", frame, caption, display)
 
 
 def permutation_table(rows: pd.DataFrame) -> Table:
     by = model_axes(rows)
     frame = rows.assign(small=(rows["tvd_median"].astype(float) < 0.01).astype(float))
-    table = seed_table(frame, by, {"tvd_median_median": ("tvd_median", "median"),
-                                   "tvd_median_mean": ("tvd_median", "mean"),
-                                   "share_below_0_01": ("small", "mean"),
-                                   "tvd_max_mean": ("tvd_max", "mean")},
-                       spread=["tvd_median_median", "share_below_0_01"])
+    table = seed_table(
+        frame,
+        by,
+        {
+            "tvd_median_median": ("tvd_median", "median"),
+            "tvd_median_mean": ("tvd_median", "mean"),
+            "share_below_0_01": ("small", "mean"),
+            "tvd_max_mean": ("tvd_max", "mean"),
+        },
+        spread=["tvd_median_median", "share_below_0_01"],
+    )
     shown = grouping_axes(rows)
     display = table[shown].copy()
     display["median Δŷ_med"] = pm(table, "tvd_median_median", digits=3)
@@ -133,20 +152,28 @@ def permutation_table(rows: pd.DataFrame) -> Table:
     display["share Δŷ_med < 0.01"] = pm(table, "share_below_0_01")
     display["mean max TVD"] = table["tvd_max_mean"]
     display["seeds"] = table["n_seeds"]
-    caption = ("Permuting attention 100 times per instance (J&W §4.2.1): Δŷ_med is an instance's median output "
-               "TVD over its permutations. Per model: the median and mean of Δŷ_med over instances, the share of "
-               "instances with Δŷ_med < 0.01, the mean of the largest TVD; then mean ± std across seeds.")
+    caption = (
+        "Permuting attention 100 times per instance (J&W §4.2.1): Δŷ_med is an instance's median output "
+        "TVD over its permutations. Per model: the median and mean of Δŷ_med over instances, the share of "
+        "instances with Δŷ_med < 0.01, the mean of the largest TVD; then mean ± std across seeds."
+    )
     return Table("jw_permutation", "J&W §4.2.1: output change under permuted attention", table, caption, display)
 
 
 def adversarial_table(rows: pd.DataFrame) -> Table:
     by = model_axes(rows)
     frame = rows.assign(far=(rows["jsd_eps_max"].astype(float) > 0.5).astype(float))
-    table = seed_table(frame, by, {"jsd_eps_max_mean": ("jsd_eps_max", "mean"),
-                                   "jsd_eps_max_median": ("jsd_eps_max", "median"),
-                                   "share_above_0_5": ("far", "mean"),
-                                   "tvd_at_jsd_mean": ("tvd_at_jsd", "mean")},
-                       spread=["jsd_eps_max_mean", "share_above_0_5"])
+    table = seed_table(
+        frame,
+        by,
+        {
+            "jsd_eps_max_mean": ("jsd_eps_max", "mean"),
+            "jsd_eps_max_median": ("jsd_eps_max", "median"),
+            "share_above_0_5": ("far", "mean"),
+            "tvd_at_jsd_mean": ("tvd_at_jsd", "mean"),
+        },
+        spread=["jsd_eps_max_mean", "share_above_0_5"],
+    )
     shown = grouping_axes(rows)
     display = table[shown].copy()
     display["mean ε-max JSD"] = pm(table, "jsd_eps_max_mean", digits=3)
@@ -154,27 +181,42 @@ def adversarial_table(rows: pd.DataFrame) -> Table:
     display["share JSD > 0.5"] = pm(table, "share_above_0_5")
     display["mean TVD at it"] = table["tvd_at_jsd_mean"]
     display["seeds"] = table["n_seeds"]
-    caption = ("Adversarial attention (J&W §4.2.2): ε-max JSD is the largest JSD from the original attention "
-               "among the k adversaries whose output TVD stays within ε (0 if none); the bound is ln 2 ≈ 0.69. "
-               "Per model: mean and median over instances, share above 0.5, mean TVD of the chosen adversary; "
-               "then mean ± std across seeds.")
+    caption = (
+        "Adversarial attention (J&W §4.2.2): ε-max JSD is the largest JSD from the original attention "
+        "among the k adversaries whose output TVD stays within ε (0 if none); the bound is ln 2 ≈ 0.69. "
+        "Per model: mean and median over instances, share above 0.5, mean TVD of the chosen adversary; "
+        "then mean ± std across seeds."
+    )
     return Table("jw_adversarial", "J&W §4.2.2: adversarial attention (ε-max JSD)", table, caption, display)
 
 
 def figure2(rows: pd.DataFrame, column: str, symbol: str) -> Figure:
-    figure = facet(rows, class_histogram(column, np.linspace(-1, 1, 41)), f"Kendall {symbol} by predicted class",
-                   xlabel=symbol, ylabel="instances", legend=True)
-    return Figure(f"jw_fig2_{column}", f"J&W Fig. 2: histogram of {symbol}", figure,
-                  f"Kendall {symbol} of attention with {'gradient' if column == 'tau_g' else 'leave-one-out'} "
-                  "importance, one panel per configuration (seeds pooled), one colour per predicted class.")
+    figure = facet(
+        rows,
+        class_histogram(column, np.linspace(-1, 1, 41)),
+        f"Kendall {symbol} by predicted class",
+        xlabel=symbol,
+        ylabel="instances",
+        legend=True,
+    )
+    return Figure(
+        f"jw_fig2_{column}",
+        f"J&W Fig. 2: histogram of {symbol}",
+        figure,
+        f"Kendall {symbol} of attention with {'gradient' if column == 'tau_g' else 'leave-one-out'} "
+        "importance, one panel per configuration (seeds pooled), one colour per predicted class.",
+    )
 
 
 def build(inputs: ReportInputs) -> SectionOutput:
     artifacts, missing = [], []
     correlation = inputs.rows("importance_correlation")
     if correlation is not None:
-        artifacts += [table2(correlation), figure2(correlation, "tau_g", "τ_g"),
-                      figure2(correlation, "tau_loo", "τ_loo")]
+        artifacts += [
+            table2(correlation),
+            figure2(correlation, "tau_g", "τ_g"),
+            figure2(correlation, "tau_loo", "τ_loo"),
+        ]
     else:
         missing.append("J&W Table 2 and Fig. 2 need `importance_correlation` rows")
     accuracy = table1(inputs)
@@ -183,27 +225,58 @@ def build(inputs: ReportInputs) -> SectionOutput:
     permuted = inputs.rows("permutation")
     if permuted is not None:
         artifacts.append(permutation_table(permuted))
-        artifacts.append(Figure("jw_fig3", "J&W Fig. 3: median output change under permutation vs max attention",
-                                facet(permuted, scatter("tvd_median", "max_attention"),
-                                      "Permutation: median TVD vs max attention", xlabel="median TVD (Δŷ_med)",
-                                      ylabel="max attention", sharex=False, legend=True),
-                                "Each point is an instance (seeds pooled): the median output TVD over 100 "
-                                "permutations of its attention (x) against its largest attention weight (y)."))
+        artifacts.append(
+            Figure(
+                "jw_fig3",
+                "J&W Fig. 3: median output change under permutation vs max attention",
+                facet(
+                    permuted,
+                    scatter("tvd_median", "max_attention"),
+                    "Permutation: median TVD vs max attention",
+                    xlabel="median TVD (Δŷ_med)",
+                    ylabel="max attention",
+                    sharex=False,
+                    legend=True,
+                ),
+                "Each point is an instance (seeds pooled): the median output TVD over 100 "
+                "permutations of its attention (x) against its largest attention weight (y).",
+            )
+        )
     else:
         missing.append("J&W Fig. 3 needs `permutation` rows")
     adversarial = inputs.rows("adversarial")
     if adversarial is not None:
         artifacts.append(adversarial_table(adversarial))
-        artifacts.append(Figure("jw_fig4", "J&W Fig. 4: histogram of ε-max JSD",
-                                facet(adversarial, class_histogram("jsd_eps_max", np.linspace(0, math.log(2), 31)),
-                                      "Adversarial attention: ε-max JSD", xlabel="ε-max JSD", ylabel="instances",
-                                      legend=True),
-                                "Per configuration (seeds pooled), by predicted class; the bound is ln 2 ≈ 0.69."))
-        artifacts.append(Figure("jw_fig5", "J&W Fig. 5: ε-max JSD vs max attention",
-                                facet(adversarial, scatter("jsd_eps_max", "max_attention"),
-                                      "Adversarial attention: ε-max JSD vs max attention", xlabel="ε-max JSD",
-                                      ylabel="max attention", legend=True),
-                                "Each point is an instance (seeds pooled)."))
+        artifacts.append(
+            Figure(
+                "jw_fig4",
+                "J&W Fig. 4: histogram of ε-max JSD",
+                facet(
+                    adversarial,
+                    class_histogram("jsd_eps_max", np.linspace(0, math.log(2), 31)),
+                    "Adversarial attention: ε-max JSD",
+                    xlabel="ε-max JSD",
+                    ylabel="instances",
+                    legend=True,
+                ),
+                "Per configuration (seeds pooled), by predicted class; the bound is ln 2 ≈ 0.69.",
+            )
+        )
+        artifacts.append(
+            Figure(
+                "jw_fig5",
+                "J&W Fig. 5: ε-max JSD vs max attention",
+                facet(
+                    adversarial,
+                    scatter("jsd_eps_max", "max_attention"),
+                    "Adversarial attention: ε-max JSD vs max attention",
+                    xlabel="ε-max JSD",
+                    ylabel="max attention",
+                    legend=True,
+                ),
+                "Each point is an instance (seeds pooled).",
+            )
+        )
     else:
         missing.append("J&W Figs. 4–5 need `adversarial` rows")
     return SectionOutput(artifacts, missing)

@@ -65,8 +65,10 @@ def build(inputs: ReportInputs) -> SectionOutput:
         if len(sweep):
             artifacts += [sweep_table(sweep), lambda_figure(rows)]
         else:
-            missing.append("Meister Table 2 and Fig. 3 need sparsegen cells with at least two projection_lambda "
-                           "values (a grid axis `projection_lambda` with projection sparsegen)")
+            missing.append(
+                "Meister Table 2 and Fig. 3 need sparsegen cells with at least two projection_lambda "
+                "values (a grid axis `projection_lambda` with projection sparsegen)"
+            )
     else:
         missing.append("Meister Tables 1, 2, 6 and Fig. 3 need `sparsity_importance` rows")
     adversaries = inputs.rows("adversarial_model")
@@ -85,11 +87,16 @@ def _shown(frame: pd.DataFrame, extra: tuple[str, ...] = ()) -> list[str]:
 
 
 def entropy_frame(rows: pd.DataFrame) -> pd.DataFrame:
-    table = seed_table(rows, list(MODEL_AXES), {"entropy_gh_x": ("entropy_gh_x", "mean"),
-                                                "entropy_gh_x_sd": ("entropy_gh_x", "std")}, spread=["entropy_gh_x"])
+    table = seed_table(
+        rows,
+        list(MODEL_AXES),
+        {"entropy_gh_x": ("entropy_gh_x", "mean"), "entropy_gh_x_sd": ("entropy_gh_x", "std")},
+        spread=["entropy_gh_x"],
+    )
     paper = published("meister_table1")[[*PAPER_MODEL, "projection", "mean", "std"]]
-    return merge_on(table, paper.rename(columns={"mean": "paper_mean", "std": "paper_std"}),
-                    [*PAPER_MODEL, "projection"])
+    return merge_on(
+        table, paper.rename(columns={"mean": "paper_mean", "std": "paper_std"}), [*PAPER_MODEL, "projection"]
+    )
 
 
 def entropy_table(rows: pd.DataFrame) -> Table:
@@ -100,13 +107,16 @@ def entropy_table(rows: pd.DataFrame) -> Table:
     display["95% CI"] = [bracket(lo, hi) for lo, hi in zip(frame["entropy_gh_x_ci_low"], frame["entropy_gh_x_ci_high"])]
     display["seeds"] = frame["n_seeds"]
     display["paper"] = [plus_minus(m, s) for m, s in zip(frame["paper_mean"], frame["paper_std"])]
-    caption = ("Normalised entropy of the gradient importance of the inputs for each intermediate representation, "
-               "H~(g_{h_p}(x)) (entropy_gh_x, mean over p): mean ± std over a model's instances, averaged across "
-               "seeds; seed sd and 95% CI: across seeds of the per-seed mean. "
-               f"Paper: {citation('meister_table1')} (BiLSTM = lstm + additive, Transformer = transformer + dot)."
-               + _fixed(frame))
-    return Table("meister_table1", "Meister Table 1: entropy of the input importance of representations", frame,
-                 caption, display)
+    caption = (
+        "Normalised entropy of the gradient importance of the inputs for each intermediate representation, "
+        "H~(g_{h_p}(x)) (entropy_gh_x, mean over p): mean ± std over a model's instances, averaged across "
+        "seeds; seed sd and 95% CI: across seeds of the per-seed mean. "
+        f"Paper: {citation('meister_table1')} (BiLSTM = lstm + additive, Transformer = transformer + dot)."
+        + _fixed(frame)
+    )
+    return Table(
+        "meister_table1", "Meister Table 1: entropy of the input importance of representations", frame, caption, display
+    )
 
 
 def tau_frame(rows: pd.DataFrame) -> pd.DataFrame:
@@ -119,7 +129,8 @@ def tau_frame(rows: pd.DataFrame) -> pd.DataFrame:
     wide = None
     for m in MEASURES:
         part = paper[paper["measure"] == m][[*PAPER_MODEL, "projection", "mean", "std"]].rename(
-            columns={"mean": f"paper_{m}", "std": f"paper_{m}_sd"})
+            columns={"mean": f"paper_{m}", "std": f"paper_{m}_sd"}
+        )
         wide = part if wide is None else wide.merge(part, on=[*PAPER_MODEL, "projection"], how="outer")
     return merge_on(table, wide, [*PAPER_MODEL, "projection"])
 
@@ -130,16 +141,21 @@ def tau_table(rows: pd.DataFrame) -> Table:
     for m in MEASURES:
         display[SYMBOLS[m]] = [plus_minus(a, s) for a, s in zip(frame[m], frame[f"{m}_sd"])]
     for m in MEASURES:
-        display[f"{SYMBOLS[m]} 95% CI"] = [bracket(lo, hi) for lo, hi in zip(frame[f"{m}_ci_low"], frame[f"{m}_ci_high"])]
+        display[f"{SYMBOLS[m]} 95% CI"] = [
+            bracket(lo, hi) for lo, hi in zip(frame[f"{m}_ci_low"], frame[f"{m}_ci_high"])
+        ]
     display["seeds"] = frame["n_seeds"]
     for m in MEASURES:
         display[f"paper {SYMBOLS[m]}"] = [plus_minus(a, s) for a, s in zip(frame[f"paper_{m}"], frame[f"paper_{m}_sd"])]
-    caption = ("Kendall τ-b of attention with the gradient (g) and leave-one-out (D) importance of the inputs (x) and "
-               "of the intermediate representations (h): mean ± std over a model's instances, averaged across "
-               "seeds; 95% CI: t-interval across seeds of the per-seed mean. "
-               f"Paper: {citation('meister_table6')} (their I is our h)." + _fixed(frame))
-    return Table("meister_table6", "Meister Table 6: Kendall τ of attention with feature importance", frame,
-                 caption, display)
+    caption = (
+        "Kendall τ-b of attention with the gradient (g) and leave-one-out (D) importance of the inputs (x) and "
+        "of the intermediate representations (h): mean ± std over a model's instances, averaged across "
+        "seeds; 95% CI: t-interval across seeds of the per-seed mean. "
+        f"Paper: {citation('meister_table6')} (their I is our h)." + _fixed(frame)
+    )
+    return Table(
+        "meister_table6", "Meister Table 6: Kendall τ of attention with feature importance", frame, caption, display
+    )
 
 
 def _fixed(frame: pd.DataFrame) -> str:
@@ -163,9 +179,12 @@ def correlations(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
         return {"kendall_tau_b": NAN, "pearson_r": NAN, "spearman_rho": NAN, "n_cells": len(x)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # two points: scipy warns that r is trivially +-1
-        return {"kendall_tau_b": float(scipy_stats.kendalltau(x, y, variant="b").statistic),
-                "pearson_r": float(scipy_stats.pearsonr(x, y).statistic),
-                "spearman_rho": float(scipy_stats.spearmanr(x, y).statistic), "n_cells": len(x)}
+        return {
+            "kendall_tau_b": float(scipy_stats.kendalltau(x, y, variant="b").statistic),
+            "pearson_r": float(scipy_stats.pearsonr(x, y).statistic),
+            "spearman_rho": float(scipy_stats.spearmanr(x, y).statistic),
+            "n_cells": len(x),
+        }
 
 
 def lambda_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -178,16 +197,26 @@ def lambda_table(rows: pd.DataFrame) -> pd.DataFrame:
             lambdas = group["projection_lambda"].to_numpy(dtype=float)
             if len(np.unique(lambdas)) < 2:
                 continue
-            records.append({**dict(zip(SWEEP, key)), "entropy": entropy,
-                            **correlations(lambdas, group[entropy].to_numpy(dtype=float)),
-                            "n_lambdas": len(np.unique(lambdas))})
-    frame = pd.DataFrame.from_records(records, columns=[*SWEEP, "entropy", "kendall_tau_b", "pearson_r",
-                                                        "spearman_rho", "n_cells", "n_lambdas"])
+            records.append(
+                {
+                    **dict(zip(SWEEP, key)),
+                    "entropy": entropy,
+                    **correlations(lambdas, group[entropy].to_numpy(dtype=float)),
+                    "n_lambdas": len(np.unique(lambdas)),
+                }
+            )
+    frame = pd.DataFrame.from_records(
+        records, columns=[*SWEEP, "entropy", "kendall_tau_b", "pearson_r", "spearman_rho", "n_cells", "n_lambdas"]
+    )
     paper = published("meister_table2")[[*PAPER_MODEL, "value"]].assign(entropy="entropy_gy_x")
     frame = merge_on(frame, paper.rename(columns={"value": "paper_correlation"}), [*PAPER_MODEL, "entropy"])
     order = {e: i for i, e in enumerate(ENTROPIES)}
-    return frame.assign(_o=frame["entropy"].map(order)).sort_values([*SWEEP, "_o"], kind="stable").drop(
-        columns="_o").reset_index(drop=True)
+    return (
+        frame.assign(_o=frame["entropy"].map(order))
+        .sort_values([*SWEEP, "_o"], kind="stable")
+        .drop(columns="_o")
+        .reset_index(drop=True)
+    )
 
 
 def sweep_table(frame: pd.DataFrame) -> Table:
@@ -198,10 +227,12 @@ def sweep_table(frame: pd.DataFrame) -> Table:
     display["cells"] = frame["n_cells"]
     display["λ values"] = frame["n_lambdas"]
     display["paper"] = [("–" if pd.isna(v) else f"{v:.3f}") for v in frame["paper_correlation"]]
-    caption = ("Correlation of the sparsegen λ with each entropy of normalised importance, over the sparsegen cells "
-               "of each configuration: one point per cell (its λ and its mean entropy over test instances; seeds are "
-               "separate points). Kendall τ-b is the paper's correlation (its footnote 2); Pearson r and Spearman ρ "
-               f"beside. Paper: {citation('meister_table2')}, entropy of g_y(x) (entropy_gy_x) only.")
+    caption = (
+        "Correlation of the sparsegen λ with each entropy of normalised importance, over the sparsegen cells "
+        "of each configuration: one point per cell (its λ and its mean entropy over test instances; seeds are "
+        "separate points). Kendall τ-b is the paper's correlation (its footnote 2); Pearson r and Spearman ρ "
+        f"beside. Paper: {citation('meister_table2')}, entropy of g_y(x) (entropy_gy_x) only."
+    )
     return Table("meister_table2", "Meister Table 2: correlation of sparsegen λ with entropy", frame, caption, display)
 
 
@@ -216,9 +247,17 @@ def _tau_lines(ax, points: pd.DataFrame) -> None:
     for i, m in enumerate(MEASURES):
         line = points[points["measure"] == m].sort_values("projection_lambda")
         error = np.vstack([line["mean"] - line["ci_low"], line["ci_high"] - line["mean"]])
-        ax.errorbar(line["projection_lambda"], line["mean"], yerr=np.nan_to_num(error), color=COLOURS[i % 2],
-                    linestyle="-" if m.endswith("_x") else "--", marker="o", markersize=3, capsize=2,
-                    label=SYMBOLS[m])
+        ax.errorbar(
+            line["projection_lambda"],
+            line["mean"],
+            yerr=np.nan_to_num(error),
+            color=COLOURS[i % 2],
+            linestyle="-" if m.endswith("_x") else "--",
+            marker="o",
+            markersize=3,
+            capsize=2,
+            label=SYMBOLS[m],
+        )
     ax.set_xscale("symlog", linthresh=1.0)  # log-scaled below -1, as the paper's axis for lambda < 0
     lambdas = sorted(points["projection_lambda"].dropna().unique())
     ax.set_xticks(lambdas, [f"{lam:g}" for lam in lambdas])
@@ -227,13 +266,25 @@ def _tau_lines(ax, points: pd.DataFrame) -> None:
 def lambda_figure(rows: pd.DataFrame) -> Figure:
     points = lambda_frame(rows)
     axes = [a for a in SWEEP if a in ("dataset", "encoder") or points[a].nunique(dropna=False) > 1]
-    figure = facet(points, _tau_lines, "Kendall τ against sparsegen λ",
-                   xlabel="sparsegen λ (symlog)", ylabel="Kendall τ", axes=axes, sharex=False, legend=True)
-    return Figure("meister_fig3", "Meister Fig. 3: Kendall τ of attention with importance against λ", figure,
-                  "Sparsegen cells: mean across seeds of each cell's mean Kendall τ-b of attention with the gradient "
-                  "(g) and leave-one-out (D) importance of the inputs (x, solid) and of the intermediate "
-                  "representations (h, dashed); error bars: 95% t-interval across seeds. The paper (IMDb) finds τ "
-                  "with input importance falling as λ (sparsity) grows.")
+    figure = facet(
+        points,
+        _tau_lines,
+        "Kendall τ against sparsegen λ",
+        xlabel="sparsegen λ (symlog)",
+        ylabel="Kendall τ",
+        axes=axes,
+        sharex=False,
+        legend=True,
+    )
+    return Figure(
+        "meister_fig3",
+        "Meister Fig. 3: Kendall τ of attention with importance against λ",
+        figure,
+        "Sparsegen cells: mean across seeds of each cell's mean Kendall τ-b of attention with the gradient "
+        "(g) and leave-one-out (D) importance of the inputs (x, solid) and of the intermediate "
+        "representations (h, dashed); error bars: 95% t-interval across seeds. The paper (IMDb) finds τ "
+        "with input importance falling as λ (sparsity) grows.",
+    )
 
 
 # ---- Table 5 ------------------------------------------------------------------------------------------------
@@ -243,25 +294,31 @@ def adversary_frame(rows: pd.DataFrame) -> pd.DataFrame:
     measures = {c: (c, "mean") for c in ("jsd_mean", "accuracy", "base_accuracy", "accuracy_delta")}
     table = seed_table(rows, [*MODEL_AXES, "variant"], measures).drop(columns="n_instances")
     paper = published("meister_table5")[[*PAPER_MODEL, "adversary", "jsd"]]
-    return merge_on(table, paper.rename(columns={"adversary": "variant", "jsd": "paper_jsd"}),
-                    [*PAPER_MODEL, "variant"])
+    return merge_on(
+        table, paper.rename(columns={"adversary": "variant", "jsd": "paper_jsd"}), [*PAPER_MODEL, "variant"]
+    )
 
 
 def adversary_table(rows: pd.DataFrame) -> Table:
     frame = adversary_frame(rows)
     display = frame[_shown(frame, ("variant",))].copy()
-    for column, name, digits in (("jsd_mean", "JSD", 3), ("accuracy", "accuracy", 3),
-                                 ("accuracy_delta", "Δ accuracy", 3)):
+    for column, name, digits in (
+        ("jsd_mean", "JSD", 3),
+        ("accuracy", "accuracy", 3),
+        ("accuracy_delta", "Δ accuracy", 3),
+    ):
         display[name] = [plus_minus(m, s, digits) for m, s in zip(frame[column], frame[f"{column}_seed_sd"])]
     display["base accuracy"] = frame["base_accuracy"].round(3)
     display["seeds"] = frame["n_seeds"]
     display["paper JSD"] = [("–" if pd.isna(v) else f"{v:.2f}") for v in frame["paper_jsd"]]
-    caption = ("W&P-style adversaries (`adversarial_model`): 'frozen' starts from the base model's parameters, "
-               "'unfrozen' trains a fresh model. JSD of the adversary's attention from the base model's (mean over "
-               "test instances, nats; at most ln 2 ≈ 0.69), the adversary's test accuracy and its difference from the "
-               "base model's: mean ± std across seeds. "
-               f"Paper: {citation('meister_table5')}; its accuracies are not in gridlab.report.published (garbled "
-               "in the text extraction)." + _fixed(frame))
+    caption = (
+        "W&P-style adversaries (`adversarial_model`): 'frozen' starts from the base model's parameters, "
+        "'unfrozen' trains a fresh model. JSD of the adversary's attention from the base model's (mean over "
+        "test instances, nats; at most ln 2 ≈ 0.69), the adversary's test accuracy and its difference from the "
+        "base model's: mean ± std across seeds. "
+        f"Paper: {citation('meister_table5')}; its accuracies are not in gridlab.report.published (garbled "
+        "in the text extraction)." + _fixed(frame)
+    )
     return Table("meister_table5", "Meister Table 5: frozen and unfrozen adversarial models", frame, caption, display)
 
 

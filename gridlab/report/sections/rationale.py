@@ -29,8 +29,12 @@ def _missing(value: object) -> bool:
 
 def computed_rankings(rows: pd.DataFrame) -> list[str]:
     """The rankings that were requested (a ranking not requested is null on every row)."""
-    return [r for r in RANKINGS if f"auc_{r}" in rows.columns
-            and (rows[f"auc_{r}"].notna().any() or rows[f"precision_at_k_{r}"].map(lambda v: not _missing(v)).any())]
+    return [
+        r
+        for r in RANKINGS
+        if f"auc_{r}" in rows.columns
+        and (rows[f"auc_{r}"].notna().any() or rows[f"precision_at_k_{r}"].map(lambda v: not _missing(v)).any())
+    ]
 
 
 def precision_long(rows: pd.DataFrame, rankings: list[str]) -> pd.DataFrame:
@@ -38,8 +42,9 @@ def precision_long(rows: pd.DataFrame, rankings: list[str]) -> pd.DataFrame:
     keep = [*model_axes(rows), "cell_id", "seed", "instance_id"]
     records = []
     for ranking in rankings:
-        for base, ks, values in zip(rows[keep].itertuples(index=False, name=None), rows["ks"],
-                                    rows[f"precision_at_k_{ranking}"]):
+        for base, ks, values in zip(
+            rows[keep].itertuples(index=False, name=None), rows["ks"], rows[f"precision_at_k_{ranking}"]
+        ):
             if _missing(values):
                 continue
             for k, value in zip(ks, values):
@@ -55,20 +60,39 @@ def recovery_frame(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
     auc = pd.concat([rows.assign(ranking=r, auc=rows[f"auc_{r}"].astype(float)) for r in rankings], ignore_index=True)
     chance = (rows["rationale_tokens"] / rows["length"]).where(rows["rationale_tokens"] > 0)
     auc = auc.assign(chance=pd.concat([chance] * len(rankings), ignore_index=True))
-    table = seed_table(auc, [*axes, "ranking"], {"auc": ("auc", "mean"), "chance_precision": ("chance", "mean")},
-                       spread=["auc"])
+    table = seed_table(
+        auc, [*axes, "ranking"], {"auc": ("auc", "mean"), "chance_precision": ("chance", "mean")}, spread=["auc"]
+    )
     long = precision_long(rows, rankings)
     ks = sorted(long["k"].unique().tolist()) if len(long) else []
     for k in ks:
         at_k = seed_table(long[long["k"] == k], [*axes, "ranking"], {f"precision_at_{k}": ("precision", "mean")})
         table = merge_on(table, at_k.drop(columns=["n_seeds", "n_instances"]), [*axes, "ranking"])
     order = {name: i for i, name in enumerate(RANKINGS)}
-    table = table.sort_values([*axes, "ranking"], key=lambda c: c.map(order) if c.name == "ranking" else c,
-                              kind="stable").reset_index(drop=True)
-    columns = [*axes, "ranking", "auc", "auc_seed_sd", "auc_ci_low", "auc_ci_high",
-               *[c for k in ks for c in (f"precision_at_{k}", f"precision_at_{k}_seed_sd",
-                                         f"precision_at_{k}_ci_low", f"precision_at_{k}_ci_high")],
-               "chance_precision", "n_seeds", "n_instances"]
+    table = table.sort_values(
+        [*axes, "ranking"], key=lambda c: c.map(order) if c.name == "ranking" else c, kind="stable"
+    ).reset_index(drop=True)
+    columns = [
+        *axes,
+        "ranking",
+        "auc",
+        "auc_seed_sd",
+        "auc_ci_low",
+        "auc_ci_high",
+        *[
+            c
+            for k in ks
+            for c in (
+                f"precision_at_{k}",
+                f"precision_at_{k}_seed_sd",
+                f"precision_at_{k}_ci_low",
+                f"precision_at_{k}_ci_high",
+            )
+        ],
+        "chance_precision",
+        "n_seeds",
+        "n_instances",
+    ]
     return table[columns], ks
 
 
@@ -84,12 +108,14 @@ def recovery_table(rows: pd.DataFrame) -> Table:
     display["seeds"] = frame["n_seeds"]
     display["instances"] = frame["n_instances"]
     fixed = constant_axes(rows, shown)
-    caption = ("How well each importance ranking recovers the known rationale tokens (items of the final "
-               "attention layer; HAN: sentences). AUC: share of (rationale, other) item pairs ordered correctly, "
-               "0.5 = chance. P@k: share of rationale items among the top min(k, T) items. Mean over a model's "
-               "instances (those without a rationale item left out), then mean ± std across seeds; "
-               "chance P: the mean share of rationale items, what a random ranking would get."
-               + (f" All rows: {fixed}." if fixed else ""))
+    caption = (
+        "How well each importance ranking recovers the known rationale tokens (items of the final "
+        "attention layer; HAN: sentences). AUC: share of (rationale, other) item pairs ordered correctly, "
+        "0.5 = chance. P@k: share of rationale items among the top min(k, T) items. Mean over a model's "
+        "instances (those without a rationale item left out), then mean ± std across seeds; "
+        "chance P: the mean share of rationale items, what a random ranking would get."
+        + (f" All rows: {fixed}." if fixed else "")
+    )
     return Table("rationale_recovery", "Rationale recovery: AUC and precision@k per ranking", frame, caption, display)
 
 
@@ -100,21 +126,29 @@ def auc_figure(rows: pd.DataFrame) -> Figure:
         data = [panel[f"auc_{r}"].dropna().astype(float).to_numpy() for r in rankings]
         ax.boxplot(data, whis=1.5, showfliers=False)
         ax.axhline(0.5, color="#888888", linewidth=0.7, linestyle="--")
-        ax.set_xticks(range(1, len(rankings) + 1),
-                      [r.replace("grad_x_attention", "grad×att").replace("leave_one_out", "LOO") for r in rankings],
-                      rotation=30, fontsize=7)
+        ax.set_xticks(
+            range(1, len(rankings) + 1),
+            [r.replace("grad_x_attention", "grad×att").replace("leave_one_out", "LOO") for r in rankings],
+            rotation=30,
+            fontsize=7,
+        )
         ax.set_ylim(0, 1.02)
 
     figure = facet(rows, draw, "Rationale recovery: AUC per ranking", ylabel="AUC", sharex=False)
-    return Figure("rationale_auc", "Rationale recovery: AUC per ranking", figure,
-                  "Boxplots per configuration (seeds pooled) of each instance's AUC; dashed: chance (0.5).")
+    return Figure(
+        "rationale_auc",
+        "Rationale recovery: AUC per ranking",
+        figure,
+        "Boxplots per configuration (seeds pooled) of each instance's AUC; dashed: chance (0.5).",
+    )
 
 
 def build(inputs: ReportInputs) -> SectionOutput:
     rows = inputs.rows("rationale_recovery")
     if rows is None:
-        return SectionOutput([], ["rationale recovery needs `rationale_recovery` rows (datasets with rationales: "
-                                  "synthetic, movies)"])
+        return SectionOutput(
+            [], ["rationale recovery needs `rationale_recovery` rows (datasets with rationales: synthetic, movies)"]
+        )
     if not computed_rankings(rows):
         return SectionOutput([], ["rationale recovery: every metric is null (no instance has a rationale item)"])
     return SectionOutput([recovery_table(rows), auc_figure(rows)], [])

@@ -24,8 +24,12 @@ from gridlab.report.published import citation, published
 from gridlab.report.sections import Section
 from gridlab.report.stats import ci, constant_axes, grouping_axes, model_axes, plus_minus, pm, seed_table
 
-CELLS = (("pct_both", "i* and r flip"), ("pct_top_only", "only i* flips"), ("pct_rand_only", "only r flips"),
-         ("pct_neither", "neither flips"))
+CELLS = (
+    ("pct_both", "i* and r flip"),
+    ("pct_top_only", "only i* flips"),
+    ("pct_rand_only", "only r flips"),
+    ("pct_neither", "neither flips"),
+)
 COMPARISONS = (("gradient", "attention"), ("grad_x_attention", "attention"))
 DELTA_ALPHA_BINS = np.linspace(0.0, 1.0, 11)
 
@@ -33,8 +37,9 @@ DELTA_ALPHA_BINS = np.linspace(0.0, 1.0, 11)
 def in_ranking_order(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Rows sorted by `by`, ranking columns in S&S's order (attention, random, gradient, ...) not A-Z."""
     order = {name: i for i, name in enumerate((*RANKINGS, "exact"))}
-    return table.sort_values(by, key=lambda c: c.map(order) if c.name in ("ranking", "first") else c,
-                             kind="stable").reset_index(drop=True)
+    return table.sort_values(
+        by, key=lambda c: c.map(order) if c.name in ("ranking", "first") else c, kind="stable"
+    ).reset_index(drop=True)
 
 
 def flag(values: pd.Series) -> pd.Series:
@@ -48,9 +53,12 @@ def contingency_frame(rows: pd.DataFrame) -> pd.DataFrame:
     top, rand = flag(rows["flip_top"]), flag(rows["flip_rand"])
     kept = top.notna() & rand.notna()
     frame = rows[kept].assign(
-        pct_both=100 * top[kept] * rand[kept], pct_top_only=100 * top[kept] * (1 - rand[kept]),
-        pct_rand_only=100 * (1 - top[kept]) * rand[kept], pct_neither=100 * (1 - top[kept]) * (1 - rand[kept]),
-        pct_negative_delta_js=100 * (rows.loc[kept, "delta_js"].astype(float) < 0).astype(float))
+        pct_both=100 * top[kept] * rand[kept],
+        pct_top_only=100 * top[kept] * (1 - rand[kept]),
+        pct_rand_only=100 * (1 - top[kept]) * rand[kept],
+        pct_neither=100 * (1 - top[kept]) * (1 - rand[kept]),
+        pct_negative_delta_js=100 * (rows.loc[kept, "delta_js"].astype(float) < 0).astype(float),
+    )
     measures = {name: (name, "mean") for name, _ in CELLS}
     measures["pct_negative_delta_js"] = ("pct_negative_delta_js", "mean")
     return seed_table(frame, model_axes(rows), measures)
@@ -66,12 +74,14 @@ def table2(rows: pd.DataFrame) -> Table:
     display["seeds"] = frame["n_seeds"]
     display["instances"] = frame["n_instances"]
     fixed = constant_axes(rows, shown)
-    caption = ("Erasing the top attention weight i* or a random other weight r (renormalising the rest): % of a "
-               "model's test instances with T ≥ 2 in each cell of the decision-flip contingency, then mean ± std "
-               "across seeds. For attention to be read as importance, 'only i* flips' should dwarf 'only r flips'. "
-               f"S&S's own numbers ({citation('ss_table2')}) are in the next table: their models and datasets "
-               "(HAN with GRU encoders on Yahoo, IMDB, Amazon, Yelp reviews) are not these."
-               + (f" All rows: {fixed}." if fixed else ""))
+    caption = (
+        "Erasing the top attention weight i* or a random other weight r (renormalising the rest): % of a "
+        "model's test instances with T ≥ 2 in each cell of the decision-flip contingency, then mean ± std "
+        "across seeds. For attention to be read as importance, 'only i* flips' should dwarf 'only r flips'. "
+        f"S&S's own numbers ({citation('ss_table2')}) are in the next table: their models and datasets "
+        "(HAN with GRU encoders on Yahoo, IMDB, Amazon, Yelp reviews) are not these."
+        + (f" All rows: {fixed}." if fixed else "")
+    )
     return Table("ss_table2", "S&S Table 2: decision flips from erasing i* vs a random r", frame, caption, display)
 
 
@@ -81,9 +91,11 @@ def table2_published() -> Table:
     display["model"] = "HANrnn"
     for name, label in CELLS:
         display[f"% {label}"] = [f"{value:.1f}" for value in frame[name]]  # as printed
-    caption = (f"{citation('ss_table2')}: % of test instances per cell, HANrnn models. "
-               "SPEC §5 quotes the two off-diagonal cells; the paper's text extraction lacks the table, whose four "
-               "cells are read from Kovács (2021) slides that reproduce it.")
+    caption = (
+        f"{citation('ss_table2')}: % of test instances per cell, HANrnn models. "
+        "SPEC §5 quotes the two off-diagonal cells; the paper's text extraction lacks the table, whose four "
+        "cells are read from Kovács (2021) slides that reproduce it."
+    )
     return Table("ss_table2_published", "S&S Table 2 as published (HANrnn)", frame, caption, display)
 
 
@@ -100,10 +112,12 @@ def fractions_frame(rows: pd.DataFrame, rankings: list[str], exact_max_len: int 
         fracs = scope[f"frac_{ranking}"].astype(float)
         parts.append(scope.assign(ranking=ranking, frac=fracs, pct_flipped=100 * fracs.notna().astype(float)))
     frame = pd.concat(parts, ignore_index=True)
-    table = seed_table(frame, [*model_axes(rows), "ranking"],
-                       {"pct_flipped": ("pct_flipped", "mean"), "frac_median": ("frac", "median"),
-                        "frac_mean": ("frac", "mean")},
-                       spread=["pct_flipped", "frac_median"])
+    table = seed_table(
+        frame,
+        [*model_axes(rows), "ranking"],
+        {"pct_flipped": ("pct_flipped", "mean"), "frac_median": ("frac", "median"), "frac_mean": ("frac", "mean")},
+        spread=["pct_flipped", "frac_median"],
+    )
     return in_ranking_order(table, [*model_axes(rows), "ranking"])
 
 
@@ -117,13 +131,20 @@ def fractions_table(rows: pd.DataFrame, rankings: list[str], exact_max_len: int 
     display["mean fraction removed"] = frame["frac_mean"]
     display["seeds"] = frame["n_seeds"]
     limit = f" (T ≤ {exact_max_len})" if exact_max_len else ""
-    caption = ("Weights zeroed in ranking order until the decision flips (S&S §5): per model, the % of instances "
-               "(T ≥ 2) whose decision flips at all, and the median and mean fraction of items removed at the "
-               "first flip among those (instances that never flip are left out, as S&S §5.3); then mean ± std "
-               f"across seeds with the 95% t-interval of the median. 'exact': the smallest flipping set{limit}, "
-               "found by enumeration.")
-    return Table("ss_fig5_fractions", "S&S Figs. 5–6: fraction of items removed before the decision flips",
-                 frame, caption, display)
+    caption = (
+        "Weights zeroed in ranking order until the decision flips (S&S §5): per model, the % of instances "
+        "(T ≥ 2) whose decision flips at all, and the median and mean fraction of items removed at the "
+        "first flip among those (instances that never flip are left out, as S&S §5.3); then mean ± std "
+        f"across seeds with the 95% t-interval of the median. 'exact': the smallest flipping set{limit}, "
+        "found by enumeration."
+    )
+    return Table(
+        "ss_fig5_fractions",
+        "S&S Figs. 5–6: fraction of items removed before the decision flips",
+        frame,
+        caption,
+        display,
+    )
 
 
 def sooner_frame(rows: pd.DataFrame, pairs: list[tuple[str, str]]) -> pd.DataFrame:
@@ -138,14 +159,23 @@ def sooner_frame(rows: pd.DataFrame, pairs: list[tuple[str, str]]) -> pd.DataFra
         second_sooner = (b.notna() & (a.isna() | (b < a))).astype(float)
         tie = (a.notna() & b.notna() & (a == b)).astype(float)
         neither = (a.isna() & b.isna()).astype(float)
-        parts.append(eligible.assign(first=first, second=second, pct_first_sooner=100 * first_sooner,
-                                     pct_second_sooner=100 * second_sooner, pct_tie=100 * tie,
-                                     pct_neither=100 * neither))
+        parts.append(
+            eligible.assign(
+                first=first,
+                second=second,
+                pct_first_sooner=100 * first_sooner,
+                pct_second_sooner=100 * second_sooner,
+                pct_tie=100 * tie,
+                pct_neither=100 * neither,
+            )
+        )
     frame = pd.concat(parts, ignore_index=True)
-    table = seed_table(frame, [*model_axes(rows), "first", "second"],
-                       {name: (name, "mean")
-                        for name in ("pct_first_sooner", "pct_second_sooner", "pct_tie", "pct_neither")},
-                       spread=["pct_first_sooner", "pct_second_sooner"])
+    table = seed_table(
+        frame,
+        [*model_axes(rows), "first", "second"],
+        {name: (name, "mean") for name in ("pct_first_sooner", "pct_second_sooner", "pct_tie", "pct_neither")},
+        spread=["pct_first_sooner", "pct_second_sooner"],
+    )
     # S&S §5.4: "at least 1.6 times as many test instances where the gradient ranking flipped faster than
     # attention than vice versa": the ratio of the two means across seeds.
     # A zero denominator gives inf (NaN when both are zero).
@@ -165,13 +195,16 @@ def sooner_table(rows: pd.DataFrame, pairs: list[tuple[str, str]]) -> Table:
     display["% neither flips"] = [plus_minus(v, None, 1) for v in frame["pct_neither"]]
     display["ratio"] = [("∞" if np.isinf(v) else plus_minus(v, None)) for v in frame["ratio"]]
     display["seeds"] = frame["n_seeds"]
-    caption = ("Per instance (T ≥ 2), which ranking flips the decision with fewer items removed (S&S §5.4). "
-               "An instance whose decision flips under one ranking only counts as 'sooner' for that ranking; "
-               "one that never flips under either is counted under 'neither'. % per model, then mean ± std across "
-               "seeds; ratio = first sooner / second sooner on those means (S&S: ≥ 1.6 for gradient vs attention "
-               "in every model with an encoder).")
-    return Table("ss_gradient_vs_attention", "S&S §5.4: which ranking flips the decision sooner", frame, caption,
-                 display)
+    caption = (
+        "Per instance (T ≥ 2), which ranking flips the decision with fewer items removed (S&S §5.4). "
+        "An instance whose decision flips under one ranking only counts as 'sooner' for that ranking; "
+        "one that never flips under either is counted under 'neither'. % per model, then mean ± std across "
+        "seeds; ratio = first sooner / second sooner on those means (S&S: ≥ 1.6 for gradient vs attention "
+        "in every model with an encoder)."
+    )
+    return Table(
+        "ss_gradient_vs_attention", "S&S §5.4: which ranking flips the decision sooner", frame, caption, display
+    )
 
 
 def exact_gap_frame(rows: pd.DataFrame, rankings: list[str]) -> pd.DataFrame:
@@ -182,13 +215,21 @@ def exact_gap_frame(rows: pd.DataFrame, rankings: list[str]) -> pd.DataFrame:
     parts = []
     for ranking in rankings:
         removed = scope[f"removed_{ranking}"].astype(float)
-        parts.append(scope.assign(ranking=ranking, excess=removed - exact,
-                                  pct_minimal=100 * (removed == exact).astype(float),
-                                  pct_never=100 * removed.isna().astype(float)))
+        parts.append(
+            scope.assign(
+                ranking=ranking,
+                excess=removed - exact,
+                pct_minimal=100 * (removed == exact).astype(float),
+                pct_never=100 * removed.isna().astype(float),
+            )
+        )
     frame = pd.concat(parts, ignore_index=True)
-    table = seed_table(frame, [*model_axes(rows), "ranking"],
-                       {"excess_mean": ("excess", "mean"), "pct_minimal": ("pct_minimal", "mean"),
-                        "pct_never": ("pct_never", "mean")}, spread=["excess_mean", "pct_minimal"])
+    table = seed_table(
+        frame,
+        [*model_axes(rows), "ranking"],
+        {"excess_mean": ("excess", "mean"), "pct_minimal": ("pct_minimal", "mean"), "pct_never": ("pct_never", "mean")},
+        spread=["excess_mean", "pct_minimal"],
+    )
     return in_ranking_order(table, [*model_axes(rows), "ranking"])
 
 
@@ -202,23 +243,35 @@ def exact_gap_table(rows: pd.DataFrame, rankings: list[str], exact_max_len: int 
     display["seeds"] = frame["n_seeds"]
     display["instances"] = frame["n_instances"]
     limit = f"T ≤ {exact_max_len}" if exact_max_len else "short instances"
-    caption = (f"Beyond S&S: on instances with {limit} whose decision some set of erasures flips, the smallest such "
-               "set is found by enumeration. Per ranking: mean items removed beyond that minimum (where the "
-               "ranking flips at all), % of instances where the ranking's set is minimal, % where it never flips; "
-               "per model, then mean ± std across seeds.")
-    return Table("ss_exact_gap", "Distance of each ranking from the exact minimal flipping set", frame, caption,
-                 display)
+    caption = (
+        f"Beyond S&S: on instances with {limit} whose decision some set of erasures flips, the smallest such "
+        "set is found by enumeration. Per ranking: mean items removed beyond that minimum (where the "
+        "ranking flips at all), % of instances where the ranking's set is minimal, % where it never flips; "
+        "per model, then mean ± std across seeds."
+    )
+    return Table(
+        "ss_exact_gap", "Distance of each ranking from the exact minimal flipping set", frame, caption, display
+    )
 
 
 def figure3(rows: pd.DataFrame) -> Figure:
     kept = rows[rows["delta_js"].notna()]
-    figure = facet(kept, scatter("delta_alpha", "delta_js", by_class=False), "ΔJS against Δα",
-                   xlabel="Δα = α_i* − α_r", ylabel="ΔJS = JS(p, q_i*) − JS(p, q_r)")
+    figure = facet(
+        kept,
+        scatter("delta_alpha", "delta_js", by_class=False),
+        "ΔJS against Δα",
+        xlabel="Δα = α_i* − α_r",
+        ylabel="ΔJS = JS(p, q_i*) − JS(p, q_r)",
+    )
     for ax in figure.axes:
         ax.axhline(0.0, color="#444444", linewidth=0.6)
-    return Figure("ss_fig3", "S&S Fig. 3: ΔJS against Δα", figure,
-                  "Each point is an instance (T ≥ 2, seeds pooled). ΔJS > 0: erasing the top weight moves the "
-                  "output more than erasing a random one.")
+    return Figure(
+        "ss_fig3",
+        "S&S Fig. 3: ΔJS against Δα",
+        figure,
+        "Each point is an instance (T ≥ 2, seeds pooled). ΔJS > 0: erasing the top weight moves the "
+        "output more than erasing a random one.",
+    )
 
 
 def figure4(rows: pd.DataFrame) -> Figure:
@@ -229,25 +282,38 @@ def figure4(rows: pd.DataFrame) -> Figure:
 
     kept = rows[rows["delta_js"].notna()]
     figure = facet(kept, draw, "Instances with ΔJS < 0, by Δα", xlabel="Δα", ylabel="instances")
-    return Figure("ss_fig4", "S&S Fig. 4: negative ΔJS counts by Δα", figure,
-                  "Counts of instances (seeds pooled) where erasing i* moved the output less than erasing r, "
-                  "binned by the attention gap Δα (bins of 0.1).")
+    return Figure(
+        "ss_fig4",
+        "S&S Fig. 4: negative ΔJS counts by Δα",
+        figure,
+        "Counts of instances (seeds pooled) where erasing i* moved the output less than erasing r, "
+        "binned by the attention gap Δα (bins of 0.1).",
+    )
 
 
 def figure5(rows: pd.DataFrame, rankings: list[str]) -> Figure:
     def draw(ax, panel: pd.DataFrame) -> None:
         data = [panel[f"frac_{r}"].dropna().astype(float).to_numpy() for r in rankings]
         ax.boxplot(data, whis=1.5, showfliers=False)
-        ax.set_xticks(range(1, len(rankings) + 1), [r.replace("grad_x_attention", "grad×att") for r in rankings],
-                      rotation=30, fontsize=7)
+        ax.set_xticks(
+            range(1, len(rankings) + 1),
+            [r.replace("grad_x_attention", "grad×att") for r in rankings],
+            rotation=30,
+            fontsize=7,
+        )
         ax.set_ylim(0, 1.02)
 
     eligible = rows[rows["length"] >= 2]
-    figure = facet(eligible, draw, "Fraction of items removed before the first decision flip", ylabel="fraction",
-                   sharex=False)
-    return Figure("ss_fig5", "S&S Figs. 5–6: fraction removed before the decision flips, per ranking", figure,
-                  "Boxplots per configuration (seeds pooled) of the fraction of attended items zeroed before the "
-                  "decision first flips; whiskers at 1.5 IQR, outliers hidden, never-flipping instances left out.")
+    figure = facet(
+        eligible, draw, "Fraction of items removed before the first decision flip", ylabel="fraction", sharex=False
+    )
+    return Figure(
+        "ss_fig5",
+        "S&S Figs. 5–6: fraction removed before the decision flips, per ranking",
+        figure,
+        "Boxplots per configuration (seeds pooled) of the fraction of attended items zeroed before the "
+        "decision first flips; whiskers at 1.5 IQR, outliers hidden, never-flipping instances left out.",
+    )
 
 
 def multi_rankings(rows: pd.DataFrame) -> list[str]:
@@ -277,8 +343,10 @@ def build(inputs: ReportInputs) -> SectionOutput:
         if "exact" in rankings and ranked:
             artifacts.append(exact_gap_table(multi, ranked, exact_max_len))
         else:
-            missing.append("distance from the exact minimal set needs `erasure_multi` with `exact_max_len` > 0 "
-                           "and instances that short")
+            missing.append(
+                "distance from the exact minimal set needs `erasure_multi` with `exact_max_len` > 0 "
+                "and instances that short"
+            )
     else:
         missing.append("S&S Figs. 5–6 need `erasure_multi` rows")
     return SectionOutput(artifacts, missing)

@@ -51,11 +51,22 @@ TABLES = {  # task type -> (table number, title, published key)
     "pair": (2, "pair sequence tasks", "vashishth_table2"),
     "generation": (3, "generation (translation)", "vashishth_table3"),
 }
-ORDER = (("learned", "base"), ("uniform", "train+infer"), ("uniform", "infer"), ("random", "train+infer"),
-         ("random", "infer"), ("permute", "infer"))
-SHOWN = {("learned", "base"): "base", ("uniform", "train+infer"): "Uniform (Train+Infer)",
-         ("uniform", "infer"): "Uniform (Infer)", ("random", "train+infer"): "Random (Train+Infer)",
-         ("random", "infer"): "Random (Infer)", ("permute", "infer"): "Permute (Infer)"}
+ORDER = (
+    ("learned", "base"),
+    ("uniform", "train+infer"),
+    ("uniform", "infer"),
+    ("random", "train+infer"),
+    ("random", "infer"),
+    ("permute", "infer"),
+)
+SHOWN = {
+    ("learned", "base"): "base",
+    ("uniform", "train+infer"): "Uniform (Train+Infer)",
+    ("uniform", "infer"): "Uniform (Infer)",
+    ("random", "train+infer"): "Random (Train+Infer)",
+    ("random", "infer"): "Random (Infer)",
+    ("permute", "infer"): "Permute (Infer)",
+}
 RECURRENT = ("lstm", "gru")
 MODEL = tuple(a for a in MODEL_AXES if a != "attention_mode")  # a learned model and its uniform/random twins
 KEYS = (*MODEL, "metric", "variant", "setting")
@@ -93,25 +104,33 @@ def build(inputs: ReportInputs) -> SectionOutput:
 def ablation_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """Every number of Tables 1-3: KEYS + mean, std, n_seeds, ci_low, ci_high (across seeds) + the paper's
     paper_value / paper_std; accuracy in percentage points."""
-    rows = rows.assign(**{c: rows[c].astype(float) * np.where(rows["metric"] == "accuracy", 100.0, 1.0)
-                          for c in ("value", "delta")})
+    rows = rows.assign(
+        **{c: rows[c].astype(float) * np.where(rows["metric"] == "accuracy", 100.0, 1.0) for c in ("value", "delta")}
+    )
     learned = rows[rows["attention_mode"] == "learned"]
     by = [*MODEL, "seed", "metric"]
     base = per_cell(learned[learned["mode"] == "learned"], by, "value")
     parts = [across_seeds(base, [*MODEL, "metric"], "value").assign(variant="learned", setting="base")]
     infer = per_cell(learned[learned["mode"] != "learned"], [*by, "mode"], "delta")
-    parts.append(across_seeds(infer, [*MODEL, "metric", "mode"], "delta")
-                 .rename(columns={"mode": "variant"}).assign(setting="infer"))
+    parts.append(
+        across_seeds(infer, [*MODEL, "metric", "mode"], "delta")
+        .rename(columns={"mode": "variant"})
+        .assign(setting="infer")
+    )
     trained = rows[rows["attention_mode"].isin(["uniform", "random"]) & (rows["mode"] == "learned")]
     own = per_cell(trained, [*by, "attention_mode"], "value")
     paired = own.merge(base.drop(columns="cell_id"), on=by, suffixes=("", "_learned"))  # null keys match
     paired["change"] = paired["value"] - paired["value_learned"]
-    parts.append(across_seeds(paired, [*MODEL, "metric", "attention_mode"], "change")
-                 .rename(columns={"attention_mode": "variant"}).assign(setting="train+infer"))
+    parts.append(
+        across_seeds(paired, [*MODEL, "metric", "attention_mode"], "change")
+        .rename(columns={"attention_mode": "variant"})
+        .assign(setting="train+infer")
+    )
     frame = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
     frame = frame[[*KEYS, "mean", "std", "n_seeds", "ci_low", "ci_high"]]
-    frame = merge_on(frame, paper(), ["dataset", "encoder", "projection", "architecture", "attention", "variant",
-                                      "setting"])
+    frame = merge_on(
+        frame, paper(), ["dataset", "encoder", "projection", "architecture", "attention", "variant", "setting"]
+    )
     rank = {key: i for i, key in enumerate(ORDER)}
     frame["_order"] = [rank.get(k, len(rank)) for k in zip(frame["variant"], frame["setting"])]
     return frame.sort_values([*MODEL, "_order"], kind="stable").drop(columns="_order").reset_index(drop=True)
@@ -138,8 +157,15 @@ def ablation_tables(rows: pd.DataFrame) -> tuple[list[Table], list[str]]:
             continue
         if not (part["setting"] == "train+infer").any():
             missing.append(f"{label}, Train+Infer: needs cells with attention_mode uniform/random beside learned ones")
-        tables.append(Table(f"vashishth_table{number}", f"Vashishth Table {number}: altered attention, {title}",
-                            part, _caption(part, key), _display(part)))
+        tables.append(
+            Table(
+                f"vashishth_table{number}",
+                f"Vashishth Table {number}: altered attention, {title}",
+                part,
+                _caption(part, key),
+                _display(part),
+            )
+        )
     return tables, missing
 
 
@@ -156,12 +182,14 @@ def _display(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _caption(frame: pd.DataFrame, key: str) -> str:
     fixed = constant_axes(frame, grouping_axes(frame))
-    return ("Test accuracy (percentage points; BLEU for translation) of the learned-attention model ('base') and "
-            "its change when attention is uniform or random during training and inference ('Train+Infer': the model "
-            "trained that way minus the learned model of the same seed) or only at inference ('Infer'), or permuted "
-            "at inference. Mean ± std across seeds, 95% t-interval across seeds. "
-            f"Paper: {citation(key)}, for recurrent encoders (their Bi-RNN) with softmax attention."
-            + (f" All rows: {fixed}." if fixed else ""))
+    return (
+        "Test accuracy (percentage points; BLEU for translation) of the learned-attention model ('base') and "
+        "its change when attention is uniform or random during training and inference ('Train+Infer': the model "
+        "trained that way minus the learned model of the same seed) or only at inference ('Infer'), or permuted "
+        "at inference. Mean ± std across seeds, 95% t-interval across seeds. "
+        f"Paper: {citation(key)}, for recurrent encoders (their Bi-RNN) with softmax attention."
+        + (f" All rows: {fixed}." if fixed else "")
+    )
 
 
 # ---- Fig. 2 ---------------------------------------------------------------------------------------------------
@@ -176,9 +204,11 @@ def max_attention_bin(values: pd.Series) -> pd.Series:
 def permutation_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """Per task type, dataset and maximum-attention range: instances, and the median and mean of their
     median permutation TVD (encoders and seeds pooled, as the figure)."""
-    frame = rows.assign(task=rows["architecture"].map(TASK_OF_ARCHITECTURE),
-                        max_attention_bin=max_attention_bin(rows["max_attention"]),
-                        tvd_median=rows["tvd_median"].astype(float))
+    frame = rows.assign(
+        task=rows["architecture"].map(TASK_OF_ARCHITECTURE),
+        max_attention_bin=max_attention_bin(rows["max_attention"]),
+        tvd_median=rows["tvd_median"].astype(float),
+    )
     grouped = frame.groupby(["task", "dataset", "max_attention_bin"], sort=True)["tvd_median"]
     return grouped.agg(instances="count", median="median", mean="mean").reset_index()
 
@@ -198,18 +228,32 @@ def _violins(ax, rows: pd.DataFrame) -> None:
 
 def permutation_artifacts(rows: pd.DataFrame) -> list:
     frame = rows.assign(task=rows["architecture"].map(TASK_OF_ARCHITECTURE))
-    figure = facet(frame, _violins, "Median TVD under permutation, by max attention",
-                   xlabel="median TVD under permutation", ylabel="max attention", axes=["task", "dataset"],
-                   sharex=True)
+    figure = facet(
+        frame,
+        _violins,
+        "Median TVD under permutation, by max attention",
+        xlabel="median TVD under permutation",
+        ylabel="max attention",
+        axes=["task", "dataset"],
+        sharex=True,
+    )
     return [
-        Table("vashishth_fig2_data", "Vashishth Fig. 2 (numbers): median permutation TVD by maximum attention",
-              permutation_frame(rows), "Per task type, dataset and maximum-attention range: the instances and the "
-              "median and mean of their median TVD over the permutations (learned-attention cells; encoders and "
-              "seeds pooled)."),
-        Figure("vashishth_fig2", "Vashishth Fig. 2: output change under permuted attention, per task type", figure,
-               "Each instance's median output TVD over random permutations of its attention (`permutation`), by its "
-               "largest attention weight; one panel per task type and dataset, learned-attention cells, encoders and "
-               "seeds pooled. The paper finds single-sequence panels far left of pair and generation ones."),
+        Table(
+            "vashishth_fig2_data",
+            "Vashishth Fig. 2 (numbers): median permutation TVD by maximum attention",
+            permutation_frame(rows),
+            "Per task type, dataset and maximum-attention range: the instances and the "
+            "median and mean of their median TVD over the permutations (learned-attention cells; encoders and "
+            "seeds pooled).",
+        ),
+        Figure(
+            "vashishth_fig2",
+            "Vashishth Fig. 2: output change under permuted attention, per task type",
+            figure,
+            "Each instance's median output TVD over random permutations of its attention (`permutation`), by its "
+            "largest attention weight; one panel per task type and dataset, learned-attention cells, encoders and "
+            "seeds pooled. The paper finds single-sequence panels far left of pair and generation ones.",
+        ),
     ]
 
 
@@ -231,8 +275,15 @@ def layer_artifacts(rows: pd.DataFrame) -> list:
         colour = COLOURS[i % len(COLOURS)]
         error = np.vstack([group["mean"] - group["ci_low"], group["ci_high"] - group["mean"]])
         label = panel_label({a: v for a, v in zip(MODEL_AXES, key) if a in shown})
-        ax.errorbar(group["layers_permuted"], group["mean"], yerr=np.nan_to_num(error), marker="o", color=colour,
-                    capsize=2, label=label or None)
+        ax.errorbar(
+            group["layers_permuted"],
+            group["mean"],
+            yerr=np.nan_to_num(error),
+            marker="o",
+            color=colour,
+            capsize=2,
+            label=label or None,
+        )
         base = group.loc[group["layers_permuted"] == 0, "mean"]
         if len(base):
             ax.axhline(float(base.iloc[0]), linestyle=":", color=colour)
@@ -247,13 +298,21 @@ def layer_artifacts(rows: pd.DataFrame) -> list:
     display["95% CI"] = [bracket(lo, hi, 3) for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
     display["seeds"] = frame["n_seeds"]
     return [
-        Table("vashishth_fig4_data", "Vashishth Fig. 4 (numbers): accuracy with self-attention layers permuted",
-              frame, "Test accuracy with the self-attention weights of layers 1..k permuted at inference "
-              "(`layer_permutation`; k = 0 is the unpermuted model): mean ± std across seeds, 95% t-interval.",
-              display),
-        Figure("vashishth_fig4", "Vashishth Fig. 4: accuracy against cumulatively permuted layers", figure,
-               "One line per transformer configuration (error bars: 95% t-interval across seeds); the dotted line "
-               "of the same colour is its unpermuted accuracy, as the paper's dotted base lines."),
+        Table(
+            "vashishth_fig4_data",
+            "Vashishth Fig. 4 (numbers): accuracy with self-attention layers permuted",
+            frame,
+            "Test accuracy with the self-attention weights of layers 1..k permuted at inference "
+            "(`layer_permutation`; k = 0 is the unpermuted model): mean ± std across seeds, 95% t-interval.",
+            display,
+        ),
+        Figure(
+            "vashishth_fig4",
+            "Vashishth Fig. 4: accuracy against cumulatively permuted layers",
+            figure,
+            "One line per transformer configuration (error bars: 95% t-interval across seeds); the dotted line "
+            "of the same colour is its unpermuted accuracy, as the paper's dotted base lines.",
+        ),
     ]
 
 

@@ -75,15 +75,28 @@ def comparison_frame(seeds, adversarial, adversaries) -> pd.DataFrame:
     n_seeds, from whichever of the three analyses have rows (null keys join null keys)."""
     parts = []
     if seeds is not None:
-        parts.append(seed_table(seeds, BY, {"seed_jsd_max_median": ("jsd_seed_max", "median"),
-                                            "seed_jsd_max_mean": ("jsd_seed_max", "mean"),
-                                            "seed_jsd_mean": ("jsd_seed_mean", "mean"),
-                                            "seed_tvd_mean": ("tvd_seed_mean", "mean")},
-                                spread=["seed_jsd_max_median", "seed_jsd_max_mean"]))
+        parts.append(
+            seed_table(
+                seeds,
+                BY,
+                {
+                    "seed_jsd_max_median": ("jsd_seed_max", "median"),
+                    "seed_jsd_max_mean": ("jsd_seed_max", "mean"),
+                    "seed_jsd_mean": ("jsd_seed_mean", "mean"),
+                    "seed_tvd_mean": ("tvd_seed_mean", "mean"),
+                },
+                spread=["seed_jsd_max_median", "seed_jsd_max_mean"],
+            )
+        )
     if adversarial is not None:
-        parts.append(seed_table(adversarial, BY, {"adversarial_jsd_median": ("jsd_eps_max", "median"),
-                                                  "adversarial_jsd_mean": ("jsd_eps_max", "mean")},
-                                spread=["adversarial_jsd_median", "adversarial_jsd_mean"]))
+        parts.append(
+            seed_table(
+                adversarial,
+                BY,
+                {"adversarial_jsd_median": ("jsd_eps_max", "median"), "adversarial_jsd_mean": ("jsd_eps_max", "mean")},
+                spread=["adversarial_jsd_median", "adversarial_jsd_mean"],
+            )
+        )
     if seeds is not None and adversarial is not None:
         both = adversarial.merge(seeds[["cell_id", "instance_id", "jsd_seed_max"]], on=["cell_id", "instance_id"])
         above = both["jsd_eps_max"].astype(float) > both["jsd_seed_max"].astype(float)
@@ -105,54 +118,91 @@ def comparison_frame(seeds, adversarial, adversaries) -> pd.DataFrame:
 def comparison_table(seeds, adversarial, adversaries) -> Table:
     frame = comparison_frame(seeds, adversarial, adversaries)
     display = frame[[a for a in grouping_axes(frame) if a in MODEL_AXES]].copy()
-    shown = (("seed_jsd_max_median", "seed JSD (median)"), ("seed_jsd_max_mean", "seed JSD (mean)"),
-             ("adversarial_jsd_median", "J&W adversarial JSD (median)"),
-             ("adversarial_jsd_mean", "J&W adversarial JSD (mean)"))
+    shown = (
+        ("seed_jsd_max_median", "seed JSD (median)"),
+        ("seed_jsd_max_mean", "seed JSD (mean)"),
+        ("adversarial_jsd_median", "J&W adversarial JSD (median)"),
+        ("adversarial_jsd_mean", "J&W adversarial JSD (mean)"),
+    )
     for column, name in shown:
         if column in frame:
             display[name] = [plus_minus(m, s, 3) for m, s in zip(frame[column], frame[f"{column}_seed_sd"])]
     if "adversarial_above_seed" in frame:
-        display["share adversarial > seed"] = [plus_minus(m, s) for m, s in
-                                               zip(frame["adversarial_above_seed"], frame["adversarial_above_seed_seed_sd"])]
+        display["share adversarial > seed"] = [
+            plus_minus(m, s) for m, s in zip(frame["adversarial_above_seed"], frame["adversarial_above_seed_seed_sd"])
+        ]
     for column in [c for c in frame.columns if c.startswith("adversary_") and c.endswith("_jsd")]:
-        variant = column[len("adversary_"):-len("_jsd")]
-        display[f"W&P adversary JSD ({variant})"] = [plus_minus(m, s, 3) for m, s in
-                                                      zip(frame[column], frame[f"{column}_seed_sd"])]
+        variant = column[len("adversary_") : -len("_jsd")]
+        display[f"W&P adversary JSD ({variant})"] = [
+            plus_minus(m, s, 3) for m, s in zip(frame[column], frame[f"{column}_seed_sd"])
+        ]
     display["seeds"] = frame["n_seeds"]
     fixed = constant_axes(frame, grouping_axes(frame))
-    caption = ("Per configuration, statistics per model over its test instances, then mean ± std across seeds: "
-               "seed JSD = JSD of the attention from the most distant other seed's model on the same instance "
-               "(`seed_variance`, jsd_seed_max); J&W adversarial JSD = ε-max JSD (`adversarial`); share adversarial > "
-               "seed = instances whose adversarial JSD exceeds their seed JSD; W&P adversary JSD = mean JSD of a "
-               "trained adversary's attention from the base model's (`adversarial_model`). JSD in nats (≤ ln 2 ≈ 0.69)."
-               + (f" All rows: {fixed}." if fixed else ""))
+    caption = (
+        "Per configuration, statistics per model over its test instances, then mean ± std across seeds: "
+        "seed JSD = JSD of the attention from the most distant other seed's model on the same instance "
+        "(`seed_variance`, jsd_seed_max); J&W adversarial JSD = ε-max JSD (`adversarial`); share adversarial > "
+        "seed = instances whose adversarial JSD exceeds their seed JSD; W&P adversary JSD = mean JSD of a "
+        "trained adversary's attention from the base model's (`adversarial_model`). JSD in nats (≤ ln 2 ≈ 0.69)."
+        + (f" All rows: {fixed}." if fixed else "")
+    )
     return Table("wp_seed_vs_adversarial", "W&P: seed variance against adversarial attention", frame, caption, display)
 
 
 def cdf_figure(seeds, adversarial, adversaries) -> Figure:
     """One panel per configuration: ECDFs of jsd_seed_max and jsd_eps_max, adversaries' mean JSD as lines."""
-    sources = [rows.assign(_source=name) for name, rows in
-               (("seed", seeds), ("adversarial", adversarial), ("adversary", adversaries)) if rows is not None]
+    sources = [
+        rows.assign(_source=name)
+        for name, rows in (("seed", seeds), ("adversarial", adversarial), ("adversary", adversaries))
+        if rows is not None
+    ]
     frame = pd.concat(sources, ignore_index=True)
     pooled = frame[frame["_source"] != "adversary"]
     axes = [a for a in grouping_axes(pooled) if a in MODEL_AXES]
-    figure = facet(frame, _cdfs, "Attention JSD: seeds vs adversaries",
-                   xlabel="JSD (nats)", ylabel="share of instances ≤ x", axes=axes, sharex=True, legend=True)
-    return Figure("wp_jsd_cdf", "W&P: seed variance against adversarial JSD", figure, (
-        "Empirical CDFs over test instances (seeds pooled) of the JSD between a model's attention and the most "
-        "distant other seed's (seed_variance) and of J&W's ε-max adversarial JSD (adversarial); dashed lines: the "
-        "mean JSD of W&P's trained adversaries (adversarial_model, mean across seeds). An adversarial curve right of "
-        "the seed curve moves attention further than retraining with another seed does."))
+    figure = facet(
+        frame,
+        _cdfs,
+        "Attention JSD: seeds vs adversaries",
+        xlabel="JSD (nats)",
+        ylabel="share of instances ≤ x",
+        axes=axes,
+        sharex=True,
+        legend=True,
+    )
+    return Figure(
+        "wp_jsd_cdf",
+        "W&P: seed variance against adversarial JSD",
+        figure,
+        (
+            "Empirical CDFs over test instances (seeds pooled) of the JSD between a model's attention and the most "
+            "distant other seed's (seed_variance) and of J&W's ε-max adversarial JSD (adversarial); dashed lines: the "
+            "mean JSD of W&P's trained adversaries (adversarial_model, mean across seeds). "
+            "An adversarial curve right of "
+            "the seed curve moves attention further than retraining with another seed does."
+        ),
+    )
 
 
 def _cdfs(ax, rows: pd.DataFrame) -> None:
-    for i, (source, column, label) in enumerate((("seed", "jsd_seed_max", "other seeds (max JSD)"),
-                                                 ("adversarial", "jsd_eps_max", "J&W adversarial (ε-max JSD)"))):
-        values = np.sort(rows.loc[rows["_source"] == source, column].dropna().astype(float).to_numpy()) \
-            if column in rows else np.zeros(0)
+    for i, (source, column, label) in enumerate(
+        (
+            ("seed", "jsd_seed_max", "other seeds (max JSD)"),
+            ("adversarial", "jsd_eps_max", "J&W adversarial (ε-max JSD)"),
+        )
+    ):
+        values = (
+            np.sort(rows.loc[rows["_source"] == source, column].dropna().astype(float).to_numpy())
+            if column in rows
+            else np.zeros(0)
+        )
         if len(values):
-            ax.step(np.concatenate([[0.0], values]), np.arange(len(values) + 1) / len(values), where="post",
-                    color=COLOURS[i], label=label)
+            ax.step(
+                np.concatenate([[0.0], values]),
+                np.arange(len(values) + 1) / len(values),
+                where="post",
+                color=COLOURS[i],
+                label=label,
+            )
     adversaries = rows[rows["_source"] == "adversary"]
     for i, (variant, group) in enumerate(adversaries.groupby("variant", sort=True) if len(adversaries) else []):
         jsd = group.groupby("cell_id")["jsd_mean"].mean().mean()  # per cell, then across seeds
@@ -182,17 +232,25 @@ def diagnostic_table(rows: pd.DataFrame, cells: pd.DataFrame | None) -> Table:
     display = frame[[a for a in grouping_axes(frame) if a in MODEL_AXES] + ["variant"]].copy()
     for column, name in (("accuracy", "accuracy"), ("f1_macro", "macro F1")):
         display[name] = [plus_minus(m, s, 3) for m, s in zip(frame[column], frame[f"{column}_seed_sd"])]
-        display[f"{name} 95% CI"] = [bracket(lo, hi, 3) for lo, hi in
-                                     zip(frame[f"{column}_ci_low"], frame[f"{column}_ci_high"])]
+        display[f"{name} 95% CI"] = [
+            bracket(lo, hi, 3) for lo, hi in zip(frame[f"{column}_ci_low"], frame[f"{column}_ci_high"])
+        ]
     display["seeds"] = frame["n_seeds"]
     display["model accuracy"] = [("–" if pd.isna(v) else f"{v:.3f}") for v in frame["model_accuracy"]]
-    caption = ("W&P's diagnostic MLP over non-contextual embeddings: tokens weighted uniformly ('uniform'), by the "
-               "MLP's own trained attention ('learned'), or by the base model's frozen attention ('base'). Test "
-               "accuracy and macro F1: mean ± std across seeds, 95% t-interval; model accuracy: the base model's "
-               "own test accuracy, mean across seeds. W&P read 'base' above 'uniform' as attention carrying "
-               "information the model uses.")
-    return Table("wp_diagnostic_mlp", "W&P: diagnostic MLP with uniform, learned and the model's attention", frame,
-                 caption, display)
+    caption = (
+        "W&P's diagnostic MLP over non-contextual embeddings: tokens weighted uniformly ('uniform'), by the "
+        "MLP's own trained attention ('learned'), or by the base model's frozen attention ('base'). Test "
+        "accuracy and macro F1: mean ± std across seeds, 95% t-interval; model accuracy: the base model's "
+        "own test accuracy, mean across seeds. W&P read 'base' above 'uniform' as attention carrying "
+        "information the model uses."
+    )
+    return Table(
+        "wp_diagnostic_mlp",
+        "W&P: diagnostic MLP with uniform, learned and the model's attention",
+        frame,
+        caption,
+        display,
+    )
 
 
 SECTION = Section(
