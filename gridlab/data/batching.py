@@ -75,7 +75,10 @@ def pad_with_markers(sequences: Sequence[Sequence[int]]) -> tuple[Tensor, Tensor
 
 
 def split_sentences(sequences: Sequence[Sequence[int]], starts: Sequence[Sequence[int]]) -> Sentences:
-    docs = [np.split(np.asarray(seq, dtype=np.int64), np.asarray(s[1:], dtype=np.int64)) for seq, s in zip(sequences, starts)]
+    docs = [
+        np.split(np.asarray(seq, dtype=np.int64), np.asarray(s[1:], dtype=np.int64))
+        for seq, s in zip(sequences, starts)
+    ]
     docs = [[sent for sent in doc if len(sent)] or [np.zeros(0, np.int64)] for doc in docs]
     n_sent = max(len(doc) for doc in docs)
     n_word = max(max(len(sent) for sent in doc) for doc in docs) or 1
@@ -116,8 +119,14 @@ def collate(rows: dict[str, list], sentences: bool = False) -> Batch:
 BATCH_COLUMNS = ("instance_id", "label", "ids", "query_ids", "target_ids", "sentence_starts", "rationale")
 
 
-def iterate_batches(table: pa.Table, batch_size: int, shuffle: bool = False, seed: int = 0,
-                    sentences: bool = False, limit: int | None = None) -> Iterator[Batch]:
+def iterate_batches(
+    table: pa.Table,
+    batch_size: int,
+    shuffle: bool = False,
+    seed: int = 0,
+    sentences: bool = False,
+    limit: int | None = None,
+) -> Iterator[Batch]:
     """Batches over a split in order, or shuffled by `seed` (the same seed gives the same batches)."""
     table = table.select([c for c in BATCH_COLUMNS if c in table.column_names])
     n = table.num_rows if limit is None else min(limit, table.num_rows)

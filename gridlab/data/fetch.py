@@ -34,8 +34,9 @@ def mirror_from_env() -> str | None:
     return os.environ.get(MIRROR_ENV) or None
 
 
-def fetch_dataset(spec: DatasetSpec, data_dir: Path, mirror: str | None,
-                  progress: Callable[[str], None] = lambda _: None) -> list[Fetched]:
+def fetch_dataset(
+    spec: DatasetSpec, data_dir: Path, mirror: str | None, progress: Callable[[str], None] = lambda _: None
+) -> list[Fetched]:
     if not spec.files:
         raise DataError(f"dataset '{spec.id}' is generated and has no files to fetch")
     if not mirror:
@@ -44,8 +45,10 @@ def fetch_dataset(spec: DatasetSpec, data_dir: Path, mirror: str | None,
             f"(a server laid out as <mirror>/{spec.folder}/{spec.files[0].path})"
         )
     folder = data_dir / spec.folder
-    return [_fetch_file(release_file, folder, f"{mirror.rstrip('/')}/{spec.folder}", progress)
-            for release_file in spec.files]
+    return [
+        _fetch_file(release_file, folder, f"{mirror.rstrip('/')}/{spec.folder}", progress)
+        for release_file in spec.files
+    ]
 
 
 def _fetch_file(release_file: SourceFile, folder: Path, base_url: str, progress: Callable[[str], None]) -> Fetched:

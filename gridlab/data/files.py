@@ -56,6 +56,12 @@ def verify_files(spec: DatasetSpec, data_dir: Path) -> list[FileCheck]:
             if actual == release_file.sha256:
                 checks.append(FileCheck(release_file.path, "ok", found))
             else:
-                checks.append(FileCheck(release_file.path, "mismatch", found,
-                                        f"sha256 {actual[:12]}…, expected {release_file.sha256[:12]}…"))
+                checks.append(
+                    FileCheck(
+                        release_file.path,
+                        "mismatch",
+                        found,
+                        f"sha256 {actual[:12]}…, expected {release_file.sha256[:12]}…",
+                    )
+                )
     return checks

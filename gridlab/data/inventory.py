@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridlab.data.catalog import DATASETS
+from gridlab.data.files import sha256_file
 from gridlab.data.presence import splits_status
 from gridlab.data.spec import DatasetSpec
-from gridlab.data.files import sha256_file
 
 
 @dataclass(frozen=True)

@@ -94,9 +94,7 @@ def _build(spec: DatasetSpec, presence: Presence, config: DataConfig) -> _Built:
         if spec.task == "translation"
         else None
     )
-    tables = {
-        split: _to_table(rows, spec, label_names, vocab, target_vocab) for split, rows in encoded.items()
-    }
+    tables = {split: _to_table(rows, spec, label_names, vocab, target_vocab) for split, rows in encoded.items()}
     meta = {
         "dataset": spec.id,
         "task": spec.task,
@@ -132,8 +130,7 @@ def _carve(examples: list[RawExample], fractions: dict[str, float], rng: np.rand
     bounds = np.cumsum([0] + [round(f * len(examples)) for f in fractions.values()])
     bounds[-1] = len(examples)
     return {
-        split: [examples[i] for i in np.sort(order[bounds[k] : bounds[k + 1]])]
-        for k, split in enumerate(fractions)
+        split: [examples[i] for i in np.sort(order[bounds[k] : bounds[k + 1]])] for k, split in enumerate(fractions)
     }
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gridlab.data.files import sha256_file
 from gridlab.data.config import DataConfig
+from gridlab.data.files import sha256_file
 from gridlab.data.spec import DatasetSpec, SourceReader
 from gridlab.errors import DataError, DatasetMissingError
 

@@ -46,11 +46,17 @@ def labels(examples: list[RawExample]) -> Counter[str]:
 
 @pytest.mark.parametrize(
     ("folder", "files", "count"),
-    [("babi", BABI_FILES, 1), ("sick", SICK_FILES, 1), ("snli", SNLI_FILES, 2),
-     ("movie_rationales", MOVIES_FILES, 1), ("multi30k", MULTI30K_FILES, 10)],
+    [
+        ("babi", BABI_FILES, 1),
+        ("sick", SICK_FILES, 1),
+        ("snli", SNLI_FILES, 2),
+        ("movie_rationales", MOVIES_FILES, 1),
+        ("multi30k", MULTI30K_FILES, 10),
+    ],
 )
-def test_source_files_match_the_stored_files(data_dir: Path, folder: str, files: tuple[SourceFile, ...],
-                                             count: int) -> None:
+def test_source_files_match_the_stored_files(
+    data_dir: Path, folder: str, files: tuple[SourceFile, ...], count: int
+) -> None:
     stored = {path.name for path in (data_dir / folder).iterdir() if path.name != "SOURCE.md"}
     assert len(files) == count
     assert {file.path for file in files} == stored
@@ -131,8 +137,10 @@ def test_babi_last_train_question(babi_qa1: dict[str, list[RawExample]]) -> None
 
 def test_babi_qa2_test_second_question_sees_new_sentences(data_dir: Path) -> None:
     first, second = BabiReader(2, "10k").read(data_dir / "babi", "test")[:2]
-    assert first.text == ("Mary got the milk there. John moved to the bedroom. Sandra went back to the kitchen. "
-                          "Mary travelled to the hallway.")
+    assert first.text == (
+        "Mary got the milk there. John moved to the bedroom. Sandra went back to the kitchen. "
+        "Mary travelled to the hallway."
+    )
     assert (first.query, first.label) == ("Where is the milk?", "hallway")
     assert second.text == first.text + " John got the football there. John went to the hallway."
     assert (second.query, second.label) == ("Where is the football?", "hallway")
@@ -165,8 +173,12 @@ def test_babi_reads_an_unpacked_folder_and_rejects_a_bad_line(tmp_path: Path) ->
     reader = BabiReader(1, "1k")
     assert reader.splits_present(tmp_path) == {"train": True, "dev": True, "test": False}
     assert reader.read(tmp_path, "train") == [
-        RawExample(text="Mary moved to the bathroom.", label="bathroom", query="Where is Mary?",
-                   source_id="tasks_1-20_v1-2/en-valid/qa1_train.txt:2"),
+        RawExample(
+            text="Mary moved to the bathroom.",
+            label="bathroom",
+            query="Where is Mary?",
+            source_id="tasks_1-20_v1-2/en-valid/qa1_train.txt:2",
+        ),
     ]
     with pytest.raises(DataError, match=r"qa1_valid\.txt: line 2: expected 'ID text'"):
         reader.read(tmp_path, "dev")
@@ -193,8 +205,9 @@ def sick(data_dir: Path) -> dict[str, list[RawExample]]:
     ("split", "entailment", "neutral", "contradiction"),
     [("train", 1274, 2524, 641), ("dev", 143, 281, 71), ("test", 1404, 2790, 712)],
 )
-def test_sick_counts(sick: dict[str, list[RawExample]], split: str, entailment: int, neutral: int,
-                     contradiction: int) -> None:
+def test_sick_counts(
+    sick: dict[str, list[RawExample]], split: str, entailment: int, neutral: int, contradiction: int
+) -> None:
     assert labels(sick[split]) == {"ENTAILMENT": entailment, "NEUTRAL": neutral, "CONTRADICTION": contradiction}
     assert len(sick[split]) == {"train": 4439, "dev": 495, "test": 4906}[split]
 
@@ -208,10 +221,17 @@ def test_sick_rows(sick: dict[str, list[RawExample]]) -> None:
     )
     last = sick["train"][-1]
     assert (last.source_id, last.text, last.query, last.label) == (
-        "10000", "Three dogs are resting on a sidewalk", "The woman with a knife is slicing a pepper", "NEUTRAL")
+        "10000",
+        "Three dogs are resting on a sidewalk",
+        "The woman with a knife is slicing a pepper",
+        "NEUTRAL",
+    )
     dev = sick["dev"][0]
     assert (dev.source_id, dev.label, dev.query) == (
-        "4", "CONTRADICTION", "There is no boy playing outdoors and there is no man smiling")
+        "4",
+        "CONTRADICTION",
+        "There is no boy playing outdoors and there is no man smiling",
+    )
     assert dev.text == "The young boys are playing outdoors and the man is smiling nearby"
     test = sick["test"]
     assert (test[0].source_id, test[0].label) == ("6", "NEUTRAL")
@@ -228,8 +248,7 @@ def test_sick_strips_stray_spaces(sick: dict[str, list[RawExample]]) -> None:
     assert all(example.text == example.text.strip() and example.query == example.query.strip() for example in every)
 
 
-def test_sick_uncompressed_reads_the_same(data_dir: Path, tmp_path: Path,
-                                          sick: dict[str, list[RawExample]]) -> None:
+def test_sick_uncompressed_reads_the_same(data_dir: Path, tmp_path: Path, sick: dict[str, list[RawExample]]) -> None:
     with gzip.open(data_dir / "sick" / "SICK.txt.gz") as packed, (tmp_path / "SICK.txt").open("wb") as plain:
         shutil.copyfileobj(packed, plain)
     reader = SickReader()
@@ -277,15 +296,22 @@ def test_snli_rows(snli: dict[str, list[RawExample]]) -> None:
     )
     last = snli["dev"][-1]
     assert (last.source_id, last.label) == ("4805835848.jpg#0r1n", "neutral")
-    assert last.query == ("A young mother tries to grab her topless child from a water foutain "
-                          "before she attracts attention")
-    assert snli["test"][0].text == ("This church choir sings to the masses as they sing joyous songs "
-                                    "from the book at a church.")
+    assert last.query == (
+        "A young mother tries to grab her topless child from a water foutain before she attracts attention"
+    )
+    assert snli["test"][0].text == (
+        "This church choir sings to the masses as they sing joyous songs from the book at a church."
+    )
     assert (snli["test"][-1].source_id, snli["test"][-1].query) == (
-        "152881593.jpg#1r1n", "A man is teaching science in a classroom.")
+        "152881593.jpg#1r1n",
+        "A man is teaching science in a classroom.",
+    )
     middle = by_id(snli["test"])["2403376030.jpg#2r1e"]
     assert (middle.text, middle.query, middle.label) == (
-        "A woman in a black hooded sweatshirt walking with a large dog.", "A woman walking a dog", "entailment")
+        "A woman in a black hooded sweatshirt walking with a large dog.",
+        "A woman walking a dog",
+        "entailment",
+    )
 
 
 def test_snli_drops_no_gold_label_and_strips(snli: dict[str, list[RawExample]]) -> None:
@@ -338,7 +364,10 @@ def fold9_tags(archive: Path) -> Counter[str]:
 def test_movies_counts(data_dir: Path, movies: dict[str, list[RawExample]]) -> None:
     assert MovieRationalesReader().splits_present(data_dir / "movie_rationales") == ALL_PRESENT
     assert {split: labels(rows) for split, rows in movies.items()} == {
-        "train": {"pos": 800, "neg": 800}, "dev": {"pos": 100, "neg": 100}, "test": {"pos": 100, "neg": 100}}
+        "train": {"pos": 800, "neg": 800},
+        "dev": {"pos": 100, "neg": 100},
+        "test": {"pos": 100, "neg": 100},
+    }
     spans = {split: Counter({"pos": 0, "neg": 0}) for split in SPLITS}
     for split, rows in movies.items():
         for example in rows:
@@ -347,15 +376,15 @@ def test_movies_counts(data_dir: Path, movies: dict[str, list[RawExample]]) -> N
     unread = fold9_tags(data_dir / "movie_rationales" / MOVIES_FILES[0].path)
     assert spans["train"]["pos"] + spans["test"]["pos"] == 7253 - unread["pos"]
     assert spans["train"]["neg"] + spans["test"]["neg"] == 8144 - unread["neg"]
-    assert spans == {"train": {"pos": 6595, "neg": 7285}, "dev": {"pos": 0, "neg": 0},
-                     "test": {"pos": 658, "neg": 859}}
+    assert spans == {"train": {"pos": 6595, "neg": 7285}, "dev": {"pos": 0, "neg": 0}, "test": {"pos": 658, "neg": 859}}
     assert all(example.rationale for example in movies["test"])
     assert not any(example.rationale for example in movies["dev"])
 
 
 def test_movies_folds(movies: dict[str, list[RawExample]]) -> None:
-    folds = {split: Counter(re.search(r"_(\d)\d\d\.txt$", e.source_id)[1] for e in rows)
-             for split, rows in movies.items()}
+    folds = {
+        split: Counter(re.search(r"_(\d)\d\d\.txt$", e.source_id)[1] for e in rows) for split, rows in movies.items()
+    }
     assert folds == {"train": {str(fold): 200 for fold in range(8)}, "dev": {"9": 200}, "test": {"8": 200}}
 
 
@@ -365,13 +394,18 @@ def test_movies_rows(movies: dict[str, list[RawExample]]) -> None:
     assert first.text.startswith("plot : two teen couples go to a church party , drink and then drive .")
     assert first.rationale[:3] == ((196, 213), (272, 287), (366, 384))
     assert [first.text[start:end] for start, end in first.rationale[:3]] == [
-        "what's the deal ?", "mind-fuck movie", "a very bad package"]
+        "what's the deal ?",
+        "mind-fuck movie",
+        "a very bad package",
+    ]
     last = movies["test"][-1]
     assert (last.source_id, last.label) == ("movies/withRats_pos/posR_899.txt", "pos")
     assert last.text[slice(*last.rationale[0])] == "wonderfully vibrant"
     assert last.text[slice(*last.rationale[-1])] == "certainly recommendable"
-    assert last.text.endswith("certainly recommendable when the traditional slew of indifferent year's-open "
-                              "releases is just around the corner .")
+    assert last.text.endswith(
+        "certainly recommendable when the traditional slew of indifferent year's-open "
+        "releases is just around the corner ."
+    )
     test_neg = by_id(movies["test"])["movies/withRats_neg/negR_800.txt"]
     assert test_neg.text[slice(*test_neg.rationale[0])] == "nothing really worth watching"
     dev = movies["dev"]
@@ -398,9 +432,13 @@ def test_strip_rationale_tags() -> None:
     text, spans = strip_rationale_tags("a <POS> good  film </POS> .\n<POS>great</POS>", "x")
     assert text == "a good film . great"
     assert [text[start:end] for start, end in spans] == ["good film", "great"]
-    for tagged, problem in [("<NEG> a <NEG> b </NEG> </NEG>", "opened inside"), ("a </NEG>", "closes no open"),
-                            ("<POS> a </NEG>", "closes no open"), ("<POS> </POS>", "encloses no words"),
-                            ("<POS> a", "never closed")]:
+    for tagged, problem in [
+        ("<NEG> a <NEG> b </NEG> </NEG>", "opened inside"),
+        ("a </NEG>", "closes no open"),
+        ("<POS> a </NEG>", "closes no open"),
+        ("<POS> </POS>", "encloses no words"),
+        ("<POS> a", "never closed"),
+    ]:
         with pytest.raises(DataError, match=f"^x: .*{problem}"):
             strip_rationale_tags(tagged, "x")
 
@@ -449,20 +487,25 @@ def test_multi30k_rows(multi30k: dict[str, list[RawExample]]) -> None:
     )
     assert (multi30k["test"][-1].text, multi30k["test"][-1].target) == (
         "A girl at the shore of a beach with a mountain in the distance.",
-        "Ein Mädchen an einer Küste mit einem Berg im Hintergrund.")
+        "Ein Mädchen an einer Küste mit einem Berg im Hintergrund.",
+    )
     assert multi30k["train"][5168].target.endswith("Trikot mit der Nummer\u00a028.")  # no-break space kept
     stray = multi30k["train"][5279]  # the release's line ends in a space
     assert stray.target.endswith("in einem pfirsichfarben-weißen Kleid")
-    assert stray.text == ("A blond girl wearing a white dress is arguing with another girl "
-                          "wearing a peach and white dress.")
+    assert stray.text == (
+        "A blond girl wearing a white dress is arguing with another girl wearing a peach and white dress."
+    )
 
 
-def test_multi30k_uncompressed_reads_the_same(data_dir: Path, tmp_path: Path,
-                                              multi30k: dict[str, list[RawExample]]) -> None:
+def test_multi30k_uncompressed_reads_the_same(
+    data_dir: Path, tmp_path: Path, multi30k: dict[str, list[RawExample]]
+) -> None:
     for name in ("train", "val", "test_2016_flickr"):
         for side in ("en", "de"):
-            with gzip.open(data_dir / "multi30k" / f"{name}.{side}.gz") as packed, \
-                    (tmp_path / f"{name}.{side}").open("wb") as plain:
+            with (
+                gzip.open(data_dir / "multi30k" / f"{name}.{side}.gz") as packed,
+                (tmp_path / f"{name}.{side}").open("wb") as plain,
+            ):
                 shutil.copyfileobj(packed, plain)
     reader = Multi30kReader()
     assert reader.splits_present(tmp_path) == ALL_PRESENT

@@ -42,10 +42,18 @@ def _by_id(examples: list[RawExample]) -> dict[str, RawExample]:
 
 # --- checksums ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("folder", "files"), [
-    ("sst", SST_FILES), ("sst", SST5_FILES), ("sst", SST_TREE_FILES), ("imdb", IMDB_FILES),
-    ("ag_news", AG_NEWS_FILES), ("20newsgroups", NEWSGROUPS_FILES),
-])
+
+@pytest.mark.parametrize(
+    ("folder", "files"),
+    [
+        ("sst", SST_FILES),
+        ("sst", SST5_FILES),
+        ("sst", SST_TREE_FILES),
+        ("imdb", IMDB_FILES),
+        ("ag_news", AG_NEWS_FILES),
+        ("20newsgroups", NEWSGROUPS_FILES),
+    ],
+)
 def test_file_constants_match_the_real_files(data_dir: Path, folder: str, files: tuple[SourceFile, ...]) -> None:
     for source in files:
         path = data_dir / folder / source.path
@@ -55,14 +63,18 @@ def test_file_constants_match_the_real_files(data_dir: Path, folder: str, files:
 
 # --- SST ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("fine", "split", "counts"), [
-    (False, "train", {"0": 3310, "1": 3610}),
-    (False, "dev", {"0": 428, "1": 444}),
-    (False, "test", {"0": 912, "1": 909}),
-    (True, "train", {"0": 1092, "1": 2218, "2": 1624, "3": 2322, "4": 1288}),
-    (True, "dev", {"0": 139, "1": 289, "2": 229, "3": 279, "4": 165}),
-    (True, "test", {"0": 279, "1": 633, "2": 389, "3": 510, "4": 399}),
-])
+
+@pytest.mark.parametrize(
+    ("fine", "split", "counts"),
+    [
+        (False, "train", {"0": 3310, "1": 3610}),
+        (False, "dev", {"0": 428, "1": 444}),
+        (False, "test", {"0": 912, "1": 909}),
+        (True, "train", {"0": 1092, "1": 2218, "2": 1624, "3": 2322, "4": 1288}),
+        (True, "dev", {"0": 139, "1": 289, "2": 229, "3": 279, "4": 165}),
+        (True, "test", {"0": 279, "1": 633, "2": 389, "3": 510, "4": 399}),
+    ],
+)
 def test_sst_counts(data_dir: Path, fine: bool, split: str, counts: dict[str, int]) -> None:
     examples = SstReader(fine).read(data_dir / "sst", split)
     assert Counter(example.label for example in examples) == counts
@@ -72,10 +84,14 @@ def test_sst_rows(data_dir: Path) -> None:
     train = SstReader(fine=False).read(data_dir / "sst", "train")
     assert train[0] == RawExample(
         text="a stirring , funny and finally transporting re-imagining of beauty and the beast and 1930s horror films",
-        label="1", source_id="stsa.binary.train:1")
+        label="1",
+        source_id="stsa.binary.train:1",
+    )
     assert (train[3460].text, train[3460].label) == ("a timid , soggy near miss .", "0")
     assert (train[-1].text, train[-1].label) == (
-        "a deliciously nonsensical comedy about a city coming apart at its seams .", "1")
+        "a deliciously nonsensical comedy about a city coming apart at its seams .",
+        "1",
+    )
     assert train[-1].source_id == "stsa.binary.train:6920"
 
     fine_train = SstReader(fine=True).read(data_dir / "sst", "train")
@@ -108,6 +124,7 @@ def test_sst_missing_file(tmp_path: Path) -> None:
 
 # --- IMDB --------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def imdb(data_dir: Path) -> dict[str, list[RawExample]]:
     reader = ImdbReader("polarity")
@@ -126,7 +143,15 @@ def test_imdb_counts(imdb: dict[str, list[RawExample]]) -> None:
 
 def test_imdb_rating_histograms(imdb: dict[str, list[RawExample]], imdb_rating_train: list[RawExample]) -> None:
     assert Counter(example.label for example in imdb_rating_train) == {
-        "1": 5100, "2": 2284, "3": 2420, "4": 2696, "7": 2496, "8": 3009, "9": 2263, "10": 4732}
+        "1": 5100,
+        "2": 2284,
+        "3": 2420,
+        "4": 2696,
+        "7": 2496,
+        "8": 3009,
+        "9": 2263,
+        "10": 4732,
+    }
     # Same reviews in the same order as the polarity reader; only the label differs.
     assert [e.source_id for e in imdb_rating_train] == [e.source_id for e in imdb["train"]]
     test_ratings = Counter(e.source_id.rsplit("_", 1)[1].removesuffix(".txt") for e in imdb["test"])
@@ -168,13 +193,16 @@ def test_imdb_splits_present_is_cached(data_dir: Path) -> None:
 
 
 def test_imdb_official_archive_skips_unsup(tmp_path: Path) -> None:
-    _write_tar(tmp_path / "aclImdb_v1.tar.gz", {
-        "aclImdb/train/pos/1_10.txt": b"Great.<br /><br />Really.",
-        "aclImdb/train/neg/2_1.txt": b"Awful.",
-        "aclImdb/train/unsup/3_0.txt": b"No label.",
-        "aclImdb/train/labeledBow.feat": b"9 0:1\n",
-        "aclImdb/test/neg/4_4.txt": b"Dull.",
-    })
+    _write_tar(
+        tmp_path / "aclImdb_v1.tar.gz",
+        {
+            "aclImdb/train/pos/1_10.txt": b"Great.<br /><br />Really.",
+            "aclImdb/train/neg/2_1.txt": b"Awful.",
+            "aclImdb/train/unsup/3_0.txt": b"No label.",
+            "aclImdb/train/labeledBow.feat": b"9 0:1\n",
+            "aclImdb/test/neg/4_4.txt": b"Dull.",
+        },
+    )
     reader = ImdbReader("rating")
     assert reader.splits_present(tmp_path) == {"train": True, "test": False}
     assert reader.read(tmp_path, "train") == [
@@ -184,8 +212,13 @@ def test_imdb_official_archive_skips_unsup(tmp_path: Path) -> None:
 
 
 def test_imdb_unpacked_folder(tmp_path: Path) -> None:
-    for name, text in {"train/pos/7_8.txt": "Fine film.", "train/neg/12_2.txt": "Bad<br />film.",
-                       "train/unsup/5_0.txt": "?", "test/pos/1_9.txt": "Yes.", "test/neg/3_1.txt": "No."}.items():
+    for name, text in {
+        "train/pos/7_8.txt": "Fine film.",
+        "train/neg/12_2.txt": "Bad<br />film.",
+        "train/unsup/5_0.txt": "?",
+        "test/pos/1_9.txt": "Yes.",
+        "test/neg/3_1.txt": "No.",
+    }.items():
         path = tmp_path / "aclImdb" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -208,12 +241,17 @@ def test_imdb_malformed(tmp_path: Path) -> None:
 
 # --- AG News -----------------------------------------------------------------------------------------
 
+
 def test_ag_news_counts_and_splits(data_dir: Path) -> None:
     reader = AgNewsReader()
     assert reader.splits_present(data_dir / "ag_news") == {"train": False, "test": True}
     test = reader.read(data_dir / "ag_news", "test")
-    assert Counter(example.label for example in test) == {"World": 1900, "Sports": 1900, "Business": 1900,
-                                                           "Sci/Tech": 1900}
+    assert Counter(example.label for example in test) == {
+        "World": 1900,
+        "Sports": 1900,
+        "Business": 1900,
+        "Sci/Tech": 1900,
+    }
     # Backslashes are the corpus's line breaks (and the escape of "$"); none survives.
     assert not any("\\" in example.text for example in test)
     with pytest.raises(DataError, match=r"neither train\.csv\.gz nor train\.csv found"):
@@ -224,8 +262,10 @@ def test_ag_news_rows(data_dir: Path) -> None:
     test = AgNewsReader().read(data_dir / "ag_news", "test")
     assert test[0] == RawExample(
         text="Fears for T N pension after talks Unions representing workers at Turner   Newall say they are "
-             "'disappointed' after talks with stricken parent firm Federal Mogul.",
-        label="Business", source_id="test.csv.gz:1")
+        "'disappointed' after talks with stricken parent firm Federal Mogul.",
+        label="Business",
+        source_id="test.csv.gz:1",
+    )
     assert test[1].label == "Sci/Tech"
     assert "TORONTO, Canada -- A second team of rocketeers competing for the  #36;10 million" in test[1].text
     # Row 8 has "\\FOAF/LOAF", "social\network" and "distribution.\\I think": line breaks, not "\n" escapes.
@@ -235,8 +275,10 @@ def test_ag_news_rows(data_dir: Path) -> None:
     assert test[3799].text.startswith("Flight From Hong Kong Diverted in UK LONDON Oct. 14, 2004 - A Virgin Atlantic")
     assert test[-1] == RawExample(
         text="EBay gets into rentals EBay plans to buy the apartment and home rental service Rent.com for  $415 "
-             "million, adding to its already exhaustive breadth of offerings.",
-        label="Business", source_id="test.csv.gz:7600")
+        "million, adding to its already exhaustive breadth of offerings.",
+        label="Business",
+        source_id="test.csv.gz:7600",
+    )
 
 
 def test_ag_news_uncompressed_download_reads_the_same(data_dir: Path, tmp_path: Path) -> None:
@@ -258,8 +300,12 @@ def test_ag_news_full_download_without_classes_file(tmp_path: Path) -> None:
     reader = AgNewsReader()
     assert reader.splits_present(tmp_path) == {"train": True, "test": True}
     assert [(e.text, e.label) for e in reader.read(tmp_path, "train")] == [
-        ('Chips Faster chips "soon"', "Sci/Tech"), ("Vote Polls open", "World")]
-    assert [(e.text, e.label) for e in reader.read(tmp_path, "test")] == [("Goal A late goal.  Fans cheered.", "Sports")]
+        ('Chips Faster chips "soon"', "Sci/Tech"),
+        ("Vote Polls open", "World"),
+    ]
+    assert [(e.text, e.label) for e in reader.read(tmp_path, "test")] == [
+        ("Goal A late goal.  Fans cheered.", "Sports")
+    ]
 
 
 @pytest.mark.parametrize("bad_row", ['"5","Title","Description"', '"1","Title only"', '"x","Title","Description"'])
@@ -270,6 +316,7 @@ def test_ag_news_malformed_row(tmp_path: Path, bad_row: str) -> None:
 
 
 # --- 20 Newsgroups -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def sports(data_dir: Path) -> dict[str, list[RawExample]]:
@@ -299,14 +346,17 @@ def test_newsgroups_rows(sports: dict[str, list[RawExample]]) -> None:
     # The footer step strips the text first, so the body's leading tab goes too (as in scikit-learn).
     assert first.text.startswith("The Orioles' pitching staff again is having a fine exhibition season.\nFour")
     # scikit-learn's footer rule cuts at the last blank line: the sig and the last paragraph go.
-    assert first.text.endswith("It's pretty much set that Sutcliffe, Mussina, McDonald and Rhodes are the\n"
-                               "first four in the rotation.")
+    assert first.text.endswith(
+        "It's pretty much set that Sutcliffe, Mussina, McDonald and Rhodes are the\nfirst four in the rotation."
+    )
     assert "Here at Johns Hopkins" not in first.text and "Admiral" not in first.text
 
     middle = _by_id(test)["20_newsgroups/rec.sport.hockey/53884"]
     # Header, "... writes:" attribution, ">" quotes and the "--" signature are all removed.
-    assert middle.text == ("\n\nAs the Rangers found out in last year's playoffs, it's too late to\n"
-                           "try line-juggling at this point.\n\ngld")
+    assert middle.text == (
+        "\n\nAs the Rangers found out in last year's playoffs, it's too late to\n"
+        "try line-juggling at this point.\n\ngld"
+    )
 
     last = test[-1]
     assert (last.source_id, last.label) == ("20_newsgroups/rec.sport.hockey/54900", "rec.sport.hockey")
@@ -357,7 +407,8 @@ def test_newsgroups_malformed(tmp_path: Path) -> None:
         reader.read(tmp_path, "train")
     ids.write_text("split\tnewsgroup\tfile_id\ntrain\trec.sport.hockey\t1\n")
     assert reader.read(tmp_path, "train") == [
-        RawExample(text="Go team.\n", label="rec.sport.hockey", source_id="20_newsgroups/rec.sport.hockey/1")]
+        RawExample(text="Go team.\n", label="rec.sport.hockey", source_id="20_newsgroups/rec.sport.hockey/1")
+    ]
 
 
 def test_newsgroups_unknown_group() -> None:

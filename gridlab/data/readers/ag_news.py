@@ -34,8 +34,9 @@ DEFAULT_CLASSES = ("World", "Sports", "Business", "Sci/Tech")
 # Checksums as recorded in shared/data/ag_news/SOURCE.md. train.csv has no entry: no copy of it was
 # obtained, so its checksum is not known here.
 AG_NEWS_FILES = (
-    SourceFile("test.csv.gz", "3c277beb6ce3dd635407635cb90a7c5ceaf87168fabb3be218e39aa2b097f706", 748824,
-               names=("test.csv",)),
+    SourceFile(
+        "test.csv.gz", "3c277beb6ce3dd635407635cb90a7c5ceaf87168fabb3be218e39aa2b097f706", 748824, names=("test.csv",)
+    ),
     SourceFile(CLASSES_FILE, "612dbfa932f07a6ed837295a7d5746ce7412e7bb4bc32ba919fdb3cda3a1b9b5", 31),
 )
 
@@ -56,8 +57,10 @@ class AgNewsReader:
         classes = _read_classes(folder / CLASSES_FILE)
         try:
             with _open_text(path) as stream:
-                return [_example(path, row_number, row, classes)
-                        for row_number, row in enumerate(csv.reader(stream, strict=True), start=1)]
+                return [
+                    _example(path, row_number, row, classes)
+                    for row_number, row in enumerate(csv.reader(stream, strict=True), start=1)
+                ]
         except csv.Error as error:
             raise DataError(f"{path}: malformed CSV ({error})") from error
         except UnicodeDecodeError as error:
@@ -95,7 +98,7 @@ def _read_classes(path: Path) -> tuple[str, ...]:
 def _example(path: Path, row_number: int, row: list[str], classes: tuple[str, ...]) -> RawExample:
     if len(row) != 3 or not row[0].isdigit() or not 1 <= int(row[0]) <= len(classes):
         raise DataError(
-            f"{path}: row {row_number}: expected \"<class 1-{len(classes)}>\",\"<title>\",\"<description>\", "
+            f'{path}: row {row_number}: expected "<class 1-{len(classes)}>","<title>","<description>", '
             f"got {_preview(row)}"
         )
     title, description = row[1], row[2]

@@ -25,9 +25,7 @@ UNPACKED = "eSNLI"
 FIELDS = ("s1", "s2", "labels")
 SPLIT_SUFFIX = {"train": "train", "dev": "dev", "test": "test"}
 
-ESNLI_FILES = (
-    SourceFile(ARCHIVE, "f7716973822eb62cc5bf449131b3e1d95c58e20b86e0782b7e529b40fa651036", 1677809),
-)
+ESNLI_FILES = (SourceFile(ARCHIVE, "f7716973822eb62cc5bf449131b3e1d95c58e20b86e0782b7e529b40fa651036", 1677809),)
 
 
 class EsnliReader:
@@ -43,10 +41,15 @@ class EsnliReader:
         if len(set(lengths.values())) != 1:
             raise DataError(f"{folder}: e-SNLI {split} files disagree in line count ({lengths})")
         return [
-            RawExample(text=premise.strip(), query=hypothesis.strip(), label=label.strip(),
-                       source_id=f"{_member('labels', split)}:{number}")
+            RawExample(
+                text=premise.strip(),
+                query=hypothesis.strip(),
+                label=label.strip(),
+                source_id=f"{_member('labels', split)}:{number}",
+            )
             for number, (premise, hypothesis, label) in enumerate(
-                zip(columns["s1"], columns["s2"], columns["labels"]), start=1)
+                zip(columns["s1"], columns["s2"], columns["labels"]), start=1
+            )
         ]
 
 

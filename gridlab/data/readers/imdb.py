@@ -37,8 +37,12 @@ UNPACKED_FOLDER = "aclImdb"
 # Checksum as recorded in shared/data/imdb/SOURCE.md. The official archive is accepted under its own name;
 # its content differs (it also holds unsup/ and .feat files), so it is reported as unverified.
 IMDB_FILES = (
-    SourceFile(LABELED_ARCHIVE, "93748be5a1e8d260e8521db8209ec1c8f9b3a4177e4da69461d8389ed611b8a6", 28630985,
-               names=(OFFICIAL_ARCHIVE,)),
+    SourceFile(
+        LABELED_ARCHIVE,
+        "93748be5a1e8d260e8521db8209ec1c8f9b3a4177e4da69461d8389ed611b8a6",
+        28630985,
+        names=(OFFICIAL_ARCHIVE,),
+    ),
 )
 
 _POLARITIES = ("neg", "pos")

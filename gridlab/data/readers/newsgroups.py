@@ -31,10 +31,25 @@ OFFICIAL_SPLITS = ("train", "test")
 ARCHIVE = "20news-19997.tar.gz"
 SPLIT_IDS = "20news-bydate_split_ids.tsv"
 NEWSGROUP_NAMES = (
-    "alt.atheism", "comp.graphics", "comp.os.ms-windows.misc", "comp.sys.ibm.pc.hardware",
-    "comp.sys.mac.hardware", "comp.windows.x", "misc.forsale", "rec.autos", "rec.motorcycles",
-    "rec.sport.baseball", "rec.sport.hockey", "sci.crypt", "sci.electronics", "sci.med", "sci.space",
-    "soc.religion.christian", "talk.politics.guns", "talk.politics.mideast", "talk.politics.misc",
+    "alt.atheism",
+    "comp.graphics",
+    "comp.os.ms-windows.misc",
+    "comp.sys.ibm.pc.hardware",
+    "comp.sys.mac.hardware",
+    "comp.windows.x",
+    "misc.forsale",
+    "rec.autos",
+    "rec.motorcycles",
+    "rec.sport.baseball",
+    "rec.sport.hockey",
+    "sci.crypt",
+    "sci.electronics",
+    "sci.med",
+    "sci.space",
+    "soc.religion.christian",
+    "talk.politics.guns",
+    "talk.politics.mideast",
+    "talk.politics.misc",
     "talk.religion.misc",
 )
 
@@ -79,12 +94,10 @@ class NewsgroupsReader:
         missing = sorted(wanted - messages.keys())
         if missing:
             raise DataError(
-                f"{folder / ARCHIVE}: {len(missing)} messages listed in {SPLIT_IDS} are not in it "
-                f"(first: {missing[0]})"
+                f"{folder / ARCHIVE}: {len(missing)} messages listed in {SPLIT_IDS} are not in it (first: {missing[0]})"
             )
         return [
-            RawExample(text=strip_message(messages[name].decode("latin-1")), label=name.split("/")[1],
-                       source_id=name)
+            RawExample(text=strip_message(messages[name].decode("latin-1")), label=name.split("/")[1], source_id=name)
             for name in sorted(messages)
         ]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gridlab.data.examples import RawExample
-from gridlab.data.spec import SPLITS, SourceFile
 from gridlab.data.readers.textfiles import numbered_lines
+from gridlab.data.spec import SPLITS, SourceFile
 from gridlab.errors import DataError
 
 SICK_FILES = (

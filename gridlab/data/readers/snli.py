@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 
 from gridlab.data.examples import RawExample
-from gridlab.data.spec import SPLITS, SourceFile
 from gridlab.data.readers.textfiles import numbered_lines
+from gridlab.data.spec import SPLITS, SourceFile
 from gridlab.errors import DataError
 
 SNLI_FILES = (

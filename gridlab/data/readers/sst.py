@@ -34,12 +34,24 @@ SST5_FILES = (
 # Stanford's PTB trees (successar/AttentionExplanation), gzip'd here; an unpacked `trainDevTestTrees_PTB.zip`
 # gives the uncompressed names.
 SST_TREE_FILES = (
-    SourceFile("trees/train.txt.gz", "479b7122325a64e3783c9382eafebcac3308862dbc2b77cae4ff7acfd751defc", 567105,
-               names=("trees/train.txt",)),
-    SourceFile("trees/dev.txt.gz", "83088b1d776a127c06c14bce4acddfe2e6d318f538e2abbb5c9e772f96a8601b", 74467,
-               names=("trees/dev.txt",)),
-    SourceFile("trees/test.txt.gz", "65b9da00aa0e8107f3e3bf2f620e773457102b1828950ccb12931c103c01afdb", 147988,
-               names=("trees/test.txt",)),
+    SourceFile(
+        "trees/train.txt.gz",
+        "479b7122325a64e3783c9382eafebcac3308862dbc2b77cae4ff7acfd751defc",
+        567105,
+        names=("trees/train.txt",),
+    ),
+    SourceFile(
+        "trees/dev.txt.gz",
+        "83088b1d776a127c06c14bce4acddfe2e6d318f538e2abbb5c9e772f96a8601b",
+        74467,
+        names=("trees/dev.txt",),
+    ),
+    SourceFile(
+        "trees/test.txt.gz",
+        "65b9da00aa0e8107f3e3bf2f620e773457102b1828950ccb12931c103c01afdb",
+        147988,
+        names=("trees/test.txt",),
+    ),
 )
 
 _BINARY_LABELS = frozenset({"0", "1"})
