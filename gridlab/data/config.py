@@ -30,6 +30,7 @@ class DataConfig(BaseModel):
     split_seed: int = Field(0, ge=0, description="seed of every carved or derived split")
     babi_size: Literal["10k", "1k"] | None = Field(None, description="bAbI training-set size (default 10k)")
     synthetic: SyntheticConfig | None = Field(None, description="parameters of the synthetic task")
+    strip_punctuation: bool = Field(False, description="drop tokens made only of punctuation (J&W's preprocessing)")
 
     def resolve(self, spec: DatasetSpec) -> DataConfig:
         """Dataset defaults filled in, inapplicable fields set to None."""

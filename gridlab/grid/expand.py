@@ -243,7 +243,23 @@ def _normalise(config: CellConfig) -> CellConfig:
     """Fill dataset-specific defaults and blank what does not apply, so equal models get equal ids."""
     spec = DATASETS[config.dataset]
     lam = (config.projection_lambda or 0.0) if config.projection == "sparsegen" else None
-    return config.model_copy(update={"projection_lambda": lam, "data": config.data.resolve(spec)})
+    model, train = config.model, config.train
+    pretrained = model.embeddings is not None
+    model = model.model_copy(
+        update={
+            "oov_init": (model.oov_init or "normal") if pretrained else None,
+            "word2vec_extra": tuple(sorted(set(model.word2vec_extra))) if model.embeddings == "word2vec" else (),
+        }
+    )
+    selection = None if spec.task == "translation" else (train.selection_metric or "accuracy")
+    return config.model_copy(
+        update={
+            "projection_lambda": lam,
+            "data": config.data.resolve(spec),
+            "model": model,
+            "train": train.model_copy(update={"selection_metric": selection}),
+        }
+    )
 
 
 def _describe(combo: dict[str, Any]) -> str:

@@ -48,6 +48,12 @@ class TrainConfig(Strict):
     clip_norm: float | None = Field(5.0, gt=0, description="gradient-norm clipping; null disables it")
     patience: int = Field(5, ge=1, description="epochs without dev improvement before stopping")
     max_train: int | None = Field(None, ge=1, description="use only the first N training instances")
+    selection_metric: Literal["accuracy", "roc_auc"] | None = Field(
+        "accuracy", description="dev metric that picks the kept epoch (J&W: roc_auc); translation always uses BLEU"
+    )
+    batching: Literal["shuffled", "bucketed"] = Field(
+        "shuffled", description="training batches: shuffled, or of similar lengths with seeded noise (J&W)"
+    )
 
 
 class ModelConfig(Strict):
@@ -57,7 +63,15 @@ class ModelConfig(Strict):
     hidden_size: int = Field(128, ge=1, description="per direction for recurrent encoders")
     attention_size: int = Field(128, ge=1, description="hidden size of additive attention")
     cnn_variant: Literal["jain_wallace", "serrano_smith"] = "jain_wallace"
-    embeddings: str | None = Field(None, description="null (trained from scratch), 'word2vec', or a vectors file")
+    embeddings: str | None = Field(
+        None, description="null (trained from scratch), 'word2vec', a named vector set (glove.6B.50d, ...) or a file"
+    )
+    oov_init: Literal["normal", "zeros"] | None = Field(
+        "normal", description="start of words the pretrained vectors lack: N(0, embedding_init_std^2) or zero"
+    )
+    word2vec_extra: tuple[DatasetId, ...] = Field(
+        (), description="datasets whose train text joins the cell's own in the word2vec corpus"
+    )
     embedding_init_std: float = Field(
         0.1, gt=0, description="std of the N(0, std^2) start of embeddings without a pretrained vector"
     )
