@@ -119,7 +119,7 @@ def initial_adversary(context: AnalysisContext, data: PreparedDataset, variant: 
                 noise = torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
                 parameter.add_(FROZEN_NUDGE * parameter.std().nan_to_num(1.0) * noise.to(parameter.device))
     else:
-        adversary = build_model(context.config, data)  # seeds itself with the cell's seed
+        adversary = build_model(context.config, data, context.initial_embeddings())  # seeded with the cell's seed
     return adversary.to(context.device)
 
 

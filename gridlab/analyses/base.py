@@ -11,6 +11,7 @@ value per instance for each column of the module's `SCHEMA`; random draws come f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -27,3 +28,5 @@ class AnalysisContext:
     device: torch.device
     params: Params
     config: CellConfig | None = None  # the cell's resolved config: per-model analyses that train need it
+    # the cell's starting embedding matrix (pretrained vectors), for analyses that train a fresh model
+    initial_embeddings: Callable[[], torch.Tensor | None] = lambda: None

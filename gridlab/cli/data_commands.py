@@ -10,9 +10,10 @@ from rich.table import Table
 
 from gridlab.cli.output import console, echo, user_errors
 from gridlab.data.catalog import DATASETS
-from gridlab.data.fetch import fetch_dataset, mirror_from_env
+from gridlab.data.fetch import fetch_dataset, fetch_vectors, mirror_from_env
 from gridlab.data.files import verify_files
 from gridlab.data.inventory import default_cache_dir, inventory
+from gridlab.data.vectors import VECTOR_SETS, VectorSet, vector_source, vectors_folder
 from gridlab.errors import ChecksumError, DataError
 from gridlab.grid.expand import resolve_data_dir
 from gridlab.grid.suggest import unknown
@@ -28,6 +29,13 @@ def _known(dataset_id: str) -> str:
     if dataset_id not in DATASETS:
         raise DataError(unknown("dataset", dataset_id, list(DATASETS)))
     return dataset_id
+
+
+def _known_source(name: str) -> str:
+    """A dataset id or a named word-vector set (both are fetched the same way)."""
+    if name not in DATASETS and name not in VECTOR_SETS:
+        raise DataError(unknown("dataset or vector set", name, [*DATASETS, *VECTOR_SETS]))
+    return name
 
 
 @app.command("list")
@@ -49,6 +57,24 @@ def list_datasets(data_dir: DataDirOption = None) -> None:
         ]
         table.add_row(spec.id, spec.task, state, *rows, spec.description)
     console.print(table)
+    console.print(_vectors_table(root))
+
+
+def _vectors_table(root: Path) -> Table:
+    table = Table(title=f"word vectors (model.embeddings) under {vectors_folder(root)}", title_justify="left")
+    for column in ("name", "dim", "status", "description"):
+        table.add_column(column, no_wrap=column != "description")
+    for name, vector_set in VECTOR_SETS.items():
+        table.add_row(name, str(vector_set.dim), _vectors_status(name, root), vector_set.description)
+    return table
+
+
+def _vectors_status(name: str, root: Path) -> str:
+    try:
+        source = vector_source(name, root)
+    except DataError:
+        return "missing"
+    return f"package {source.packaged.module}" if source.packaged else "present"
 
 
 @app.command("check")
@@ -81,14 +107,28 @@ def check(
 @app.command("fetch")
 @user_errors
 def fetch(
-    dataset_id: Annotated[str, typer.Argument(help="The dataset id (see `gridlab data list`).")],
+    dataset_id: Annotated[
+        str, typer.Argument(help="A dataset id or a word-vector set name (see `gridlab data list`).")
+    ],
     data_dir: DataDirOption = None,
     mirror: Annotated[
         Optional[str], typer.Option(help="Base URL laid out as <mirror>/<folder>/<file>; default $GRIDLAB_DATA_MIRROR.")
     ] = None,
 ) -> None:
-    """Download a dataset's release files and verify their sha256."""
-    spec = DATASETS[_known(dataset_id)]
+    """Download a dataset's release files (or a named word-vector set's) and verify them."""
+    if _known_source(dataset_id) in VECTOR_SETS:
+        _fetch_vectors(VECTOR_SETS[dataset_id], resolve_data_dir(data_dir), mirror or mirror_from_env())
+        return
+    spec = DATASETS[dataset_id]
     fetched = fetch_dataset(spec, resolve_data_dir(data_dir), mirror or mirror_from_env(), progress=echo)
     downloaded = sum(f.downloaded for f in fetched)
     echo(f"{dataset_id}: {downloaded} downloaded, {len(fetched) - downloaded} already present; checksums ok")
+
+
+def _fetch_vectors(vector_set: VectorSet, root: Path, mirror: str | None) -> None:
+    packaged = vector_set.packaged
+    if packaged is not None and packaged.folder() is not None and mirror is None:
+        echo(f"{vector_set.name}: installed with the package {packaged.module}; nothing to fetch")
+        return
+    fetched = fetch_vectors(vector_set, root, mirror, progress=echo)
+    echo(f"{vector_set.name}: {'downloaded' if fetched.downloaded else 'already present'} ({fetched.path})")

@@ -1,4 +1,4 @@
-"""`gridlab data fetch`: download a dataset's release files from a mirror and verify their sha256.
+"""`gridlab data fetch`: download a dataset's (or a named vector set's) release files and verify them.
 
 A mirror is any HTTP(S) or file URL laid out like the data directory (`<mirror>/<folder>/<file>`), e.g. a
 lab's copy of the public releases, given by `--mirror` or $GRIDLAB_DATA_MIRROR. Each file is streamed to a
@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gridlab.data.files import CHUNK, sha256_file
 from gridlab.data.spec import DatasetSpec, SourceFile
+from gridlab.data.vectors import VECTORS_FOLDER, VectorSet, vectors_folder
 from gridlab.errors import ChecksumError, DataError
 
 MIRROR_ENV = "GRIDLAB_DATA_MIRROR"
@@ -45,32 +46,53 @@ def fetch_dataset(
             f"(a server laid out as <mirror>/{spec.folder}/{spec.files[0].path})"
         )
     folder = data_dir / spec.folder
+    base_url = f"{mirror.rstrip('/')}/{spec.folder}"
     return [
-        _fetch_file(release_file, folder, f"{mirror.rstrip('/')}/{spec.folder}", progress)
-        for release_file in spec.files
+        _fetch_file(release_file, folder, f"{base_url}/{release_file.path}", progress) for release_file in spec.files
     ]
 
 
-def _fetch_file(release_file: SourceFile, folder: Path, base_url: str, progress: Callable[[str], None]) -> Fetched:
+def fetch_vectors(
+    vector_set: VectorSet, data_dir: Path, mirror: str | None, progress: Callable[[str], None] = lambda _: None
+) -> Fetched:
+    """A named vector set's release file, from a mirror laid out as `<mirror>/vectors/<file>`, else from its
+    publisher."""
+    url = f"{mirror.rstrip('/')}/{VECTORS_FOLDER}/{vector_set.release.path}" if mirror else vector_set.url
+    return _fetch_file(vector_set.release, vectors_folder(data_dir), url, progress)
+
+
+def _fetch_file(release_file: SourceFile, folder: Path, url: str, progress: Callable[[str], None]) -> Fetched:
     destination = folder / release_file.path
-    if destination.is_file() and sha256_file(destination) == release_file.sha256:
-        progress(f"{destination}: already present, checksum ok")
+    if destination.is_file() and _matches(release_file, destination):
+        progress(f"{destination}: already present, {_verified(release_file)}")
         return Fetched(destination, downloaded=False)
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = destination.with_name(f".{destination.name}.part")
-    url = f"{base_url}/{release_file.path}"
     progress(f"{url} -> {destination}")
     try:
         digest = _download(url, partial)
-        if digest != release_file.sha256:
+        if release_file.sha256 is not None and digest != release_file.sha256:
             raise ChecksumError(
                 f"{url}: sha256 {digest[:12]}… does not match the release's {release_file.sha256[:12]}…; "
                 "nothing was written"
             )
+        size = partial.stat().st_size
+        if release_file.size is not None and size != release_file.size:
+            raise ChecksumError(f"{url}: {size} bytes, the release has {release_file.size}; nothing was written")
         os.replace(partial, destination)
     finally:
         partial.unlink(missing_ok=True)
     return Fetched(destination, downloaded=True)
+
+
+def _matches(release_file: SourceFile, path: Path) -> bool:
+    if release_file.sha256 is not None:
+        return sha256_file(path) == release_file.sha256
+    return release_file.size is None or path.stat().st_size == release_file.size
+
+
+def _verified(release_file: SourceFile) -> str:
+    return "checksum ok" if release_file.sha256 else "size ok (the publisher gives no checksum)"
 
 
 def _download(url: str, target: Path) -> str:

@@ -51,6 +51,8 @@ def verify_files(spec: DatasetSpec, data_dir: Path) -> list[FileCheck]:
             checks.append(FileCheck(release_file.path, "missing", None))
         elif found.name != Path(release_file.path).name:
             checks.append(FileCheck(release_file.path, "unverified", found, f"found as {found.name}"))
+        elif release_file.sha256 is None:
+            checks.append(FileCheck(release_file.path, "unverified", found, "no published checksum"))
         else:
             actual = sha256_file(found)
             if actual == release_file.sha256:

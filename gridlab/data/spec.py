@@ -27,12 +27,12 @@ class SourceFile:
 
     `names` lists the other names the same release file goes by (e.g. an uncompressed copy a user
     downloaded), tried in order when `path` is absent; their checksums are unknown, so they are
-    reported as unverified rather than as corrupt.
+    reported as unverified rather than as corrupt, as is a file whose publisher gives no checksum.
     """
 
     path: str
-    sha256: str
-    size: int
+    sha256: str | None  # None: the publisher gives none (`gridlab data fetch` records what it downloaded)
+    size: int | None
     names: tuple[str, ...] = ()
 
     def locate(self, folder: Path) -> Path | None:

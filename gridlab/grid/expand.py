@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from gridlab.analyses.registry import ANALYSES, Params
 from gridlab.data.catalog import DATASETS
 from gridlab.data.presence import check_presence
+from gridlab.data.vectors import is_named, vector_source
 from gridlab.errors import DataError, GridFileError
 from gridlab.grid.paths import field_at, get_path, leaf_paths, set_path, validate_value
 from gridlab.grid.problems import Problem, from_validation_error, location
@@ -119,6 +120,7 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
     _check_compatibility(cells, problems)
     if check_data:
         _check_datasets(cells, resolve_data_dir(spec.data_dir), dict(zip(prefixes, block_axes)), problems)
+        _check_vectors(cells, resolve_data_dir(spec.data_dir), problems)
     if problems:
         raise GridFileError(file, _dedupe(problems))
     return ExpandedGrid(file, spec, cells, analyses, axis_paths, len(kept) - len(cells), warnings)
@@ -217,7 +219,10 @@ def _canonical(value: Any) -> str:
 
 
 def _matches(config: dict[str, Any], conditions: dict[str, list[Any]]) -> bool:
-    return all(get_path(config, path) in values for path, values in conditions.items())
+    """`config` is a nested config, or a combination of axis values keyed by dotted path (`model.embeddings`)."""
+    return all(
+        (config[path] if path in config else get_path(config, path)) in values for path, values in conditions.items()
+    )
 
 
 def _resolve_cell(base, combo, overrides, used_overrides: set[int], problems: list[Problem]) -> CellConfig | None:
@@ -286,6 +291,15 @@ def _check_datasets(
             check_presence(DATASETS[cell.config.dataset], data_dir, data)
         except DataError as error:
             problems.append((_dataset_location(cell.config.dataset, blocks), str(error)))
+
+
+def _check_vectors(cells: list[Cell], data_dir: Path, problems: list[Problem]) -> None:
+    """Every named vector set a cell starts from must be installed (a package or a file under data_dir)."""
+    for name in sorted({c.config.model.embeddings for c in cells if is_named(c.config.model.embeddings or "")}):
+        try:
+            vector_source(name, data_dir)
+        except DataError as error:
+            problems.append(("model.embeddings", str(error)))
 
 
 def _dataset_location(dataset: str, blocks: dict[tuple, dict[str, list]]) -> str:

