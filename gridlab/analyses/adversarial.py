@@ -20,8 +20,10 @@ eps defaults to 0.01, or 0.05 for pair-task models (those with a query: J&W's QA
 Then Algorithm 3: every final alpha_i is decoded; `jsd_eps_max` is the largest JSD(alpha, alpha_i) among the
 candidates with TVD(y(alpha_i), y) <= eps (0 if none), `tvd_at_jsd` that candidate's TVD (0 if none; the
 first candidate on a tie), `n_within_eps` how many candidates are within eps, `steps_run` how many Adam
-updates the instance received. An instance with T = 1 has one distribution only: jsd 0, tvd 0,
-n_within_eps = k, steps_run 0, without optimising.
+updates the instance received, and `candidate_jsd` / `candidate_tvd` every candidate's JSD and TVD (k-lists),
+so that another selection rule (J&W's plotting code keeps candidates up to TVD 0.05) is computed from rows.
+An instance with T = 1 has one distribution only: jsd 0, tvd 0, n_within_eps = k, steps_run 0, candidates all
+0, without optimising.
 
 Convergence (per instance, the grid's `stop_window` / `stop_rtol`, 50 and 1e-3 by default; `stop_window: 0`
 turns it off): the objective is averaged over consecutive windows of `stop_window` steps, and after each
@@ -86,6 +88,8 @@ SCHEMA = pa.schema(
         ("tvd_at_jsd", pa.float64()),
         ("steps_run", pa.int64()),
         ("n_within_eps", pa.int64()),
+        ("candidate_jsd", pa.list_(pa.float64())),
+        ("candidate_tvd", pa.list_(pa.float64())),
     ]
 )
 
@@ -398,7 +402,16 @@ def _columns(
         "tvd_at_jsd": tvd_at.cpu().numpy(),
         "steps_run": steps_run.cpu().numpy().astype(np.int64),
         "n_within_eps": n_within.cpu().numpy().astype(np.int64),
+        "candidate_jsd": _lists(torch.where(single[:, None], 0.0, jsds)),
+        "candidate_tvd": _lists(torch.where(single[:, None], 0.0, tvds)),
     }
+
+
+def _lists(values: torch.Tensor) -> np.ndarray:
+    """(B, k) -> (B,) object array of k-lists: a list column per instance."""
+    column = np.empty(values.shape[0], dtype=object)
+    column[:] = values.cpu().tolist()
+    return column
 
 
 # ---- reference ------------------------------------------------------------------------------------------
@@ -416,14 +429,19 @@ def reference(
     for b, instance_id in enumerate(shared.batch.instance_ids.tolist()):
         positions = shared.encoded.mask[b].nonzero().squeeze(1)
         if len(positions) <= 1:
-            row = (0.0, 0.0, 0, params.k)
+            row = (0.0, 0.0, 0, params.k, [0.0] * params.k, [0.0] * params.k)
         else:
             logits, steps_run = _reference_optimise(context, shared, b, instance_id, positions, eps, convergence)
-            jsd_max, tvd_at, n_within = _reference_select(context.model, shared, b, positions, logits, eps)
-            row = (jsd_max, tvd_at, steps_run, n_within)
+            jsd_max, tvd_at, n_within, jsds, tvds = _reference_select(context.model, shared, b, positions, logits, eps)
+            row = (jsd_max, tvd_at, steps_run, n_within, jsds, tvds)
         for name, value in zip(SCHEMA.names, row):
             columns[name].append(value)
-    return {field.name: np.asarray(columns[field.name], dtype=field.type.to_pandas_dtype()) for field in SCHEMA}
+    return {
+        field.name: _lists(torch.tensor(columns[field.name], dtype=torch.float64))
+        if pa.types.is_list(field.type)
+        else np.asarray(columns[field.name], dtype=field.type.to_pandas_dtype())
+        for field in SCHEMA
+    }
 
 
 def _reference_optimise(
@@ -483,21 +501,25 @@ def _reference_objective(
 @torch.no_grad()
 def _reference_select(
     model: AttentionClassifier, shared: SharedPass, b: int, positions: torch.Tensor, logits: torch.Tensor, eps: float
-) -> tuple[float, float, int]:
-    """Algorithm 3's loop for instance b: (eps-max JSD, its TVD, candidates within eps)."""
+) -> tuple[float, float, int, list[float], list[float]]:
+    """Algorithm 3's loop for instance b: (eps-max JSD, its TVD, candidates within eps, every candidate's JSD
+    and TVD)."""
     h = shared.encoded.h[b, positions]  # (T_b, m)
     query = None if shared.encoded.query is None else shared.encoded.query[b : b + 1]
     best, best_tvd, n_within = 0.0, 0.0, 0
+    jsds, tvds = [], []
     for row in logits:
         candidate = torch.softmax(row, dim=-1)
         output = torch.softmax(model.decode(h[None], candidate[None], query), dim=-1)[0]
         distance = float(tvd(output, shared.probs[b]))
         divergence = float(jsd(candidate, shared.alpha[b, positions]))
+        jsds.append(divergence)
+        tvds.append(distance)
         if distance <= eps:
             n_within += 1
             if n_within == 1 or divergence > best:
                 best, best_tvd = divergence, distance
-    return best, best_tvd, n_within
+    return best, best_tvd, n_within, jsds, tvds
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:

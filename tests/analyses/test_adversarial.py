@@ -90,11 +90,29 @@ def assert_same(columns: dict[str, np.ndarray], expected: dict[str, np.ndarray],
         np.testing.assert_allclose(columns[name], expected[name], rtol=0, atol=atol, err_msg=name)
     for name in ("steps_run", "n_within_eps"):
         np.testing.assert_array_equal(columns[name], expected[name], err_msg=name)
+    for name in ("candidate_jsd", "candidate_tvd"):
+        np.testing.assert_allclose(np.stack(columns[name]), np.stack(expected[name]), rtol=0, atol=atol, err_msg=name)
 
 
 def check_invariants(columns: dict[str, np.ndarray], lengths: list[int], params: AdversarialParams, eps: float) -> None:
-    assert [columns[f.name].dtype for f in adversarial.SCHEMA] == [np.float64, np.float64, np.int64, np.int64]
+    assert [columns[f.name].dtype for f in adversarial.SCHEMA] == [
+        np.float64,
+        np.float64,
+        np.int64,
+        np.int64,
+        object,
+        object,
+    ]
     jsd, tvd = columns["jsd_eps_max"], columns["tvd_at_jsd"]
+    # the raw candidates reproduce Algorithm 3's selection: the largest JSD among those within eps
+    candidate_jsd, candidate_tvd = np.stack(columns["candidate_jsd"]), np.stack(columns["candidate_tvd"])
+    assert candidate_jsd.shape == candidate_tvd.shape == (len(lengths), params.k)
+    within = candidate_tvd <= eps
+    np.testing.assert_array_equal(
+        within.sum(-1)[np.asarray(lengths) > 1], columns["n_within_eps"][np.asarray(lengths) > 1]
+    )
+    selected = np.where(within, candidate_jsd, -1.0).max(-1).clip(min=0.0)
+    np.testing.assert_allclose(selected, jsd, rtol=0, atol=1e-12)
     assert ((tvd >= 0) & (tvd <= eps)).all()
     assert ((jsd >= 0) & (jsd <= math.log(2))).all()
     assert ((columns["n_within_eps"] >= 0) & (columns["n_within_eps"] <= params.k)).all()
