@@ -6,6 +6,9 @@
 Sequences get `<sos>`/`<eos>` around them, as J&W did; those two and the padding are outside `mask`, so
 attention never lands on them. Documents also come as sentences (`sentences`), for hierarchical models.
 Annotator rationales are aligned with `ids` (False on the added tokens and padding).
+
+Training batches are either a seeded shuffle of the split (default) or, with `bucketed`, J&W's batches of
+similar lengths: sort by length plus seeded noise, cut into consecutive batches, shuffle the batch order.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 
 from gridlab.data.vocab import EOS_ID, PAD_ID, SOS_ID
@@ -119,6 +123,29 @@ def collate(rows: dict[str, list], sentences: bool = False) -> Batch:
 BATCH_COLUMNS = ("instance_id", "label", "ids", "query_ids", "target_ids", "sentence_starts", "rationale")
 
 
+LENGTH_NOISE = 0.1  # J&W's noise_frac: a length-L instance sorts as if it had L + U[floor(-0.1 L), ceil(0.1 L))
+
+
+def bucketed_batches(lengths: np.ndarray, batch_size: int, seed: int, noise: float = LENGTH_NOISE) -> list[np.ndarray]:
+    """Row indices of each batch: rows sorted by length plus seeded integer noise, cut into consecutive
+    batches, the batches in a seeded random order (J&W's `get_sorting_index_with_noise_from_lengths` and
+    shuffled batch starts). Similar lengths waste little padding; the noise and the batch shuffle keep
+    the batches different from epoch to epoch. One generator seeded by `seed` draws both, and the sort
+    is stable, so a seed always gives the same batches."""
+    rng = np.random.default_rng(seed)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    low, high = np.floor(-noise * lengths).astype(np.int64), np.ceil(noise * lengths).astype(np.int64)
+    jitter = rng.integers(low, np.maximum(high, low + 1))  # high is exclusive, as in numpy's randint
+    order = np.argsort(lengths + jitter, kind="stable")
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def sequence_lengths(table: pa.Table) -> np.ndarray:
+    """Tokens per row (of the premise for pair tasks, of the source for translation), without markers."""
+    return pc.list_value_length(table["ids"]).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def iterate_batches(
     table: pa.Table,
     batch_size: int,
@@ -126,11 +153,18 @@ def iterate_batches(
     seed: int = 0,
     sentences: bool = False,
     limit: int | None = None,
+    bucketed: bool = False,
 ) -> Iterator[Batch]:
-    """Batches over a split in order, or shuffled by `seed` (the same seed gives the same batches)."""
+    """Batches over a split in order, shuffled by `seed`, or (`bucketed`, whatever `shuffle` says) of
+    similar lengths in a seeded order; the same seed gives the same batches. `limit` keeps the first rows."""
     table = table.select([c for c in BATCH_COLUMNS if c in table.column_names])
     n = table.num_rows if limit is None else min(limit, table.num_rows)
-    order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
-    for start in range(0, n, batch_size):
-        chosen = table.take(pa.array(order[start : start + batch_size]))
+    if bucketed:
+        # J&W sort by length with <sos>/<eos> counted: + 2, which changes the noise range of short rows
+        chunks = bucketed_batches(sequence_lengths(table.slice(0, n)) + 2, batch_size, seed)
+    else:
+        order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+        chunks = [order[start : start + batch_size] for start in range(0, n, batch_size)]
+    for chunk in chunks:
+        chosen = table.take(pa.array(chunk))
         yield collate(chosen.to_pydict(), sentences=sentences)

@@ -143,8 +143,11 @@ def _label_names(spec: DatasetSpec, config: DataConfig, train: list[RawExample])
 
 
 def _tokenize_split(examples: list[RawExample], spec: DatasetSpec, config: DataConfig) -> list[dict]:
-    texts = tokenize(e.text for e in examples)
-    queries = tokenize(e.query or "" for e in examples) if spec.task == "pair" else None
+    """Tokens of what the model reads (text, and query for pairs) lose punctuation-only tokens under
+    `strip_punctuation`; a translation target keeps them, since the model must produce them."""
+    strip = config.strip_punctuation
+    texts = tokenize((e.text for e in examples), strip_punctuation=strip)
+    queries = tokenize((e.query or "" for e in examples), strip_punctuation=strip) if spec.task == "pair" else None
     targets = tokenize((e.target or "" for e in examples), lang="de") if spec.task == "translation" else None
     rows = []
     for example, text in zip(examples, texts):

@@ -4,10 +4,12 @@
     >>> result.best_epoch, result.history[-1].dev["accuracy"]
 
 Adam (AMSGrad by default) with weight decay on every parameter except attention's (J&W), gradient-norm
-clipping, early stopping with `patience` on the dev selection metric (accuracy for classifiers, BLEU of
-greedy translations for the translation model), the best epoch's weights kept. The model is
-selected on dev only; test metrics are computed once, by the caller, on the selected weights. A NaN or
-infinite loss stops training with `NonFiniteLoss` rather than training on garbage.
+clipping, early stopping with `patience` on the dev selection metric (`train.selection_metric`: accuracy
+by default or ROC AUC, as J&W selected their binary classifiers; BLEU of greedy translations for the
+translation model), the best epoch's weights kept. Training batches are shuffled, or of similar lengths
+(`train.batching: bucketed`, J&W). The model is selected on dev only; test metrics are computed once, by
+the caller, on the selected weights. A NaN or infinite loss stops training with `NonFiniteLoss` rather
+than training on garbage.
 """
 
 from __future__ import annotations
@@ -51,9 +53,35 @@ def hierarchical(model: nn.Module) -> bool:
     return hasattr(model, "word_attention")
 
 
-def selection_metric(model: nn.Module) -> str:
-    """The dev metric that picks the best epoch (higher is better)."""
-    return "bleu" if isinstance(model, Seq2Seq) else "accuracy"
+class UndefinedSelection(GridlabError):
+    """The dev split cannot rank epochs by the chosen metric (ROC AUC of a dev split with one class)."""
+
+
+def selection_metric(model: nn.Module, train: TrainConfig | None = None) -> str:
+    """The dev metric that picks the best epoch (higher is better): BLEU for translation, else the
+    grid's `train.selection_metric` (accuracy when unset)."""
+    if isinstance(model, Seq2Seq):
+        return "bleu"
+    return (train.selection_metric if train is not None else None) or "accuracy"
+
+
+def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
+    """ROC AUC of (N, C) class scores, or None where it is undefined (fewer than two classes in `labels`).
+
+    Binary: AUC of the positive class's score, as J&W's `roc_auc_score(target, p1)`. More classes: the
+    macro average of one-vs-rest AUCs over the classes that occur in `labels`; a class absent from the split
+    has no positive instance, so its AUC does not exist and it is left out of the average rather than
+    counted as 0.5 (on a split where every class occurs this is sklearn's `multi_class="ovr"` macro AUC).
+    Scores only need the order of each class's probability: the caller passes log-probabilities, which
+    stay distinct where float32 probabilities round to 1.0 and would tie."""
+    from sklearn.metrics import roc_auc_score  # imported here: sklearn costs a second and most callers skip it
+
+    present = np.unique(labels)
+    if len(present) < 2:
+        return None
+    if scores.shape[1] == 2:
+        return float(roc_auc_score(labels == 1, scores[:, 1] - scores[:, 0]))
+    return float(np.mean([roc_auc_score(labels == c, scores[:, c]) for c in present]))
 
 
 def batch_loss(model: nn.Module, batch, reduction: str = "mean") -> torch.Tensor:
@@ -80,12 +108,19 @@ def train_epoch(
     loss_of: Callable[[nn.Module, Batch], torch.Tensor] = batch_loss,
     what: str = "training",
 ) -> float:
-    """One shuffled pass minimising `loss_of(model, batch)` (the task loss; the analyses that train models
-    pass their own objective); returns the mean batch loss."""
+    """One pass in shuffled (or length-bucketed, `train.batching`) batches drawn from `epoch_seed`,
+    minimising `loss_of(model, batch)` (the task loss; the analyses that train models pass their own
+    objective); returns the mean batch loss."""
     model.train()
     losses = []
     for batch in iterate_batches(
-        table, train.batch_size, shuffle=True, seed=epoch_seed, sentences=hierarchical(model), limit=train.max_train
+        table,
+        train.batch_size,
+        shuffle=True,
+        seed=epoch_seed,
+        sentences=hierarchical(model),
+        limit=train.max_train,
+        bucketed=train.batching == "bucketed",
     ):
         batch = batch.to(device)
         loss = loss_of(model, batch)
@@ -104,19 +139,25 @@ def train_epoch(
 def evaluate(
     model: nn.Module, table: pa.Table, device: torch.device, batch_size: int = 128, target_vocab=None
 ) -> dict[str, float]:
-    """Accuracy and mean cross-entropy over a split; BLEU and token-level loss for translation."""
+    """Accuracy, mean cross-entropy and ROC AUC (left out where the split has one class) over a split;
+    BLEU and token-level loss for translation."""
     model.eval()
     if isinstance(model, Seq2Seq):
         losses = [batch_loss(model, b.to(device)).item() for b in iterate_batches(table, batch_size)]
         return {"bleu": bleu(model, table, target_vocab, batch_size=batch_size), "loss": float(np.mean(losses))}
     correct, total, loss = 0, 0, 0.0
+    scores, labels = [], []
     for batch in iterate_batches(table, batch_size, sentences=hierarchical(model)):
         batch = batch.to(device)
         logits = model(batch)
         loss += nn.functional.cross_entropy(logits, batch.labels, reduction="sum").item()
         correct += (logits.argmax(-1) == batch.labels).sum().item()
         total += batch.size
-    return {"accuracy": correct / max(total, 1), "loss": loss / max(total, 1)}
+        scores.append(torch.log_softmax(logits.double(), -1).cpu().numpy())
+        labels.append(batch.labels.cpu().numpy())
+    metrics = {"accuracy": correct / max(total, 1), "loss": loss / max(total, 1)}
+    auc = roc_auc(np.concatenate(labels), np.concatenate(scores)) if labels else None
+    return metrics if auc is None else {**metrics, "roc_auc": auc}
 
 
 class Trainer:
@@ -129,7 +170,8 @@ class Trainer:
         self.config = config
         self.device = device
         self.optimizer = make_optimizer(model, config.train)
-        self.metric = selection_metric(model)
+        self.metric = selection_metric(model, config.train)
+        _check_selection(self.metric, data)
         self.epoch = 0
         self.best = float("-inf")
         self.waited = 0
@@ -202,6 +244,18 @@ def fit(
         if on_epoch is not None:
             on_epoch(record, improved)
     return trainer.select_best()
+
+
+def _check_selection(metric: str, data: PreparedDataset) -> None:
+    """Fail before training, not after an epoch, when dev cannot rank epochs by ROC AUC."""
+    if metric != "roc_auc":
+        return
+    classes = np.unique(data.splits["dev"].column("label").to_numpy())
+    if len(classes) < 2:
+        raise UndefinedSelection(
+            f"{data.id}: the dev split has {len(classes)} class(es): ROC AUC cannot select the epoch "
+            "(set train.selection_metric: accuracy)"
+        )
 
 
 def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
