@@ -28,7 +28,7 @@ from gridlab.grid.schema import CellConfig
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
-from gridlab.training.loop import NonFiniteLoss, Trainer, evaluate
+from gridlab.training.loop import NonFiniteLoss, Trainer, UndefinedSelection, evaluate
 
 TRAINER_STATE = "trainer.pt"
 FINAL_FILES = ("model.pt", "config.json", "data.json", "history.json", "metrics.json")
@@ -66,13 +66,17 @@ def train_cell(config: dict[str, Any]) -> None:
     params = config["trial"]
     quiet_environment(local_ray=False)
     set_torch_threads(params["cpus"])
-    config = CellConfig.model_validate(params["cell"])
+    cell = CellConfig.model_validate(params["cell"])
     device = pick_device(params["device"], params["gpus"])
     data_dir, cache_dir = Path(params["data_dir"]), Path(params["cache_dir"])
-    data = load_dataset(config.dataset, data_dir, cache_dir, config.data)
-    trainer = Trainer(
-        build_model(config, data, initial_embeddings(config, data, data_dir, cache_dir)), data, config, device
-    )
+    data = load_dataset(cell.dataset, data_dir, cache_dir, cell.data)
+    try:
+        trainer = Trainer(
+            build_model(cell, data, initial_embeddings(cell, data, data_dir, cache_dir)), data, cell, device
+        )
+    except UndefinedSelection as failure:  # a property of the cell's data: retrying cannot help
+        _report_failure(str(failure), epoch=0)
+        return
 
     resumed_from = 0
     checkpoint = _resume_point(Path(params["trial_dir"]))
@@ -99,9 +103,14 @@ def train_cell(config: dict[str, Any]) -> None:
                 torch.save(trainer.state_dict(), Path(folder) / TRAINER_STATE)
                 tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
     except NonFiniteLoss as failure:
-        tune.report({"failed": True, "failure_reason": str(failure), "epoch": trainer.epoch + 1})
+        _report_failure(str(failure), epoch=trainer.epoch + 1)
         return
-    _report_final(trainer, data, config, params["cell_id"], device, resumed_from)
+    _report_final(trainer, data, cell, params["cell_id"], device, resumed_from)
+
+
+def _report_failure(reason: str, epoch: int) -> None:
+    """A failed cell is a result (its reason is shown by `gridlab status`), not a trial error to retry."""
+    tune.report({"failed": True, "failure_reason": reason, "epoch": epoch})
 
 
 def _resume_point(trial_dir: Path) -> Path | None:
@@ -110,7 +119,8 @@ def _resume_point(trial_dir: Path) -> Path | None:
     known = tune.get_checkpoint()
     candidates = [Path(known.path)] if known is not None else []
     candidates += sorted(trial_dir.glob("checkpoint_*")) if trial_dir.is_dir() else []
-    best, best_epoch = None, -1
+    best: Path | None = None
+    best_epoch: float = -1
     for folder in candidates:
         epoch = _checkpoint_epoch(folder)
         if epoch > best_epoch:

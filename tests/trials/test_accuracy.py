@@ -1,5 +1,6 @@
-"""The headline sanity check: with Jain & Wallace's settings (grids/jain_wallace.yaml), a BiLSTM with
-additive attention trained through `gridlab launch` on real SST reaches their accuracy (0.81 reported)."""
+"""The headline sanity check: with Jain & Wallace's settings (grids/jain_wallace.yaml: GloVe 6B 50d, their
+training choices), a BiLSTM with additive attention trained through `gridlab launch` on real SST reaches
+their accuracy (0.81 reported)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def test_sst_bilstm_with_jain_wallace_settings(tmp_path: Path, data_dir: Path, m
     result = CliRunner().invoke(app, ["launch", str(path)])
     assert result.exit_code == 0, result.output
     [cell] = expand(load_grid_file(path), str(path)).cells
-    assert cell.config.model.embedding_dim == 300 and cell.config.train.epochs == 8
+    model, train = cell.config.model, cell.config.train
+    assert model.embeddings == "glove.6B.50d" and model.embedding_dim == 50 and train.epochs == 8
+    assert train.selection_metric == "roc_auc" and train.batching == "bucketed" and train.clip_norm is None
     metrics = json.loads((tmp_path / "runs" / "jw-sst" / "models" / cell.id / "metrics.json").read_text())
     assert metrics["test_accuracy"] >= 0.78, metrics
