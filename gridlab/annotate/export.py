@@ -43,6 +43,7 @@ from gridlab.errors import GridlabError
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.grid.schema import CellConfig
 from gridlab.grid.suggest import unknown
+from gridlab.models.classifier import AttentionClassifier
 from gridlab.results.parts import write_part
 from gridlab.shards.runner import LoadedCell, ShardRunner
 
@@ -172,11 +173,14 @@ def cell_items(cell_id: str, cell: LoadedCell, rows: np.ndarray) -> list[dict]:
     table = cell.data.splits[SPLIT].take(pa.array(rows, pa.int64()))
     tokens = table["tokens"].to_pylist()
     names = cell.data.label_names
+    model = cell.model
+    if not isinstance(model, AttentionClassifier):  # select_cells keeps flat classifiers only
+        raise GridlabError(f"cell {cell_id}: only classifiers are annotated, not {type(model).__name__}")
     items, offset = [], 0
     for batch in iterate_batches(table, BATCH_SIZE):
-        shared = forward_once(cell.model, batch)
+        shared = forward_once(model, batch)
         permuted = permuted_alpha(shared, cell_id)  # (B, T)
-        permuted_pred = cell.model.decode(shared.encoded.h, permuted, shared.encoded.query).argmax(-1)  # (B,)
+        permuted_pred = model.decode(shared.encoded.h, permuted, shared.encoded.query).argmax(-1)  # (B,)
         for b, instance_id in enumerate(shared.batch.instance_ids.tolist()):
             words = tokens[offset + b]
             positions = token_positions(shared, b)

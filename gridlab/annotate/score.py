@@ -70,11 +70,11 @@ class Scores:
 def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float | None:
     """Cohen's kappa of two annotators' labels for the same items: (p_o - p_e) / (1 - p_e), with p_e from
     each annotator's own label frequencies. None when p_e = 1 (kappa is undefined)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.size == 0:
+    left, right = np.asarray(a), np.asarray(b)
+    if left.shape != right.shape or left.size == 0:
         raise ValueError("kappa needs two equally long, non-empty sequences of labels")
-    observed = float(np.mean(a == b))
-    expected = float(sum(np.mean(a == c) * np.mean(b == c) for c in np.union1d(a, b)))
+    observed = float(np.mean(left == right))
+    expected = float(sum(np.mean(left == c) * np.mean(right == c) for c in np.union1d(left, right)))
     if expected >= 1.0:
         return None
     return (observed - expected) / (1.0 - expected)
@@ -138,7 +138,9 @@ def read_sheet(path: Path, known: Sequence[str]) -> tuple[dict[str, str], list[s
     except csv.Error as error:
         return {}, [f"{path.name}: not readable as CSV: {error}"]
     known_set = set(known)
-    answers, first_line, problems = {}, {}, []
+    answers: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    problems: list[str] = []
     for line, row in rows:
         item, raw = (row.get("item_id") or "").strip(), (row.get("answer") or "").strip()
         if not item and not any((v or "").strip() for v in row.values() if isinstance(v, str)):

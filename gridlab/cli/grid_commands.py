@@ -6,7 +6,7 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
@@ -95,7 +95,7 @@ def _cells_table(expanded: ExpandedGrid) -> Table:
 
 
 def _get(config: dict, path: str) -> str:
-    node = config
+    node: Any = config
     for part in path.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     return str(node)

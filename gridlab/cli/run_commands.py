@@ -84,15 +84,15 @@ def status(grid: GridArg, where: WhereOption = None) -> None:
         folder = store.cell(cell.id)
         state = folder.state()
         counts[state] += 1
-        detail, where = "", ""
+        detail, location = "", ""
         run = folder.read("tracking.json")["mlflow_run_id"] if (folder.path / "tracking.json").is_file() else "-"
         if state == "trained":
             metrics = folder.read("metrics.json")
             detail = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if k.startswith("test_"))
-            where = f"{folder.checkpoint} / {run}"
+            location = f"{folder.checkpoint} / {run}"
         elif state == "failed":
-            detail, where = folder.failure_reason() or "", f"- / {run}"
+            detail, location = folder.failure_reason() or "", f"- / {run}"
         c = cell.config
-        table.add_row(cell.id, c.dataset, c.encoder, c.attention, str(c.seed), state, detail, where)
+        table.add_row(cell.id, c.dataset, c.encoder, c.attention, str(c.seed), state, detail, location)
     console.print(table)
     echo(f"{counts['trained']} trained, {counts['failed']} failed, {counts['pending']} pending")

@@ -326,7 +326,8 @@ def write_npz(path: Path, **arrays: np.ndarray) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npz")
     try:
         with os.fdopen(handle, "wb") as out:
-            np.savez(out, **arrays)
+            # numpy's stubs give savez an `allow_pickle: bool` keyword (2.x only), which mypy matches **arrays against
+            np.savez(out, **arrays)  # type: ignore[arg-type]
         os.replace(temporary, path)
     finally:
         Path(temporary).unlink(missing_ok=True)

@@ -103,7 +103,9 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
     for i, entry in enumerate(excludes):
         if not any(_matches(c, entry) for c in combos):
             warnings.append(f"exclude[{i}] matches no cell")
-    cells, seen, used_overrides = [], set(), set()
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    used_overrides: set[int] = set()
     for combo in kept:
         config = _resolve_cell(base, combo, overrides, used_overrides, problems)
         if config is None:
@@ -295,7 +297,8 @@ def _check_datasets(
 
 def _check_vectors(cells: list[Cell], data_dir: Path, problems: list[Problem]) -> None:
     """Every named vector set a cell starts from must be installed (a package or a file under data_dir)."""
-    for name in sorted({c.config.model.embeddings for c in cells if is_named(c.config.model.embeddings or "")}):
+    named = {e for c in cells if (e := c.config.model.embeddings) is not None and is_named(e)}
+    for name in sorted(named):
         try:
             vector_source(name, data_dir)
         except DataError as error:

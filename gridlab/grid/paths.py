@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 import typing
 from functools import lru_cache
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
@@ -63,9 +63,11 @@ def field_at(path: str) -> FieldInfo:
 @lru_cache(maxsize=None)
 def _adapter(path: str) -> TypeAdapter:
     field = field_at(path)
+    assert field.annotation is not None  # every field of the schema is declared with a type
     if not field.metadata:
         return TypeAdapter(field.annotation)
-    return TypeAdapter(typing.Annotated[(field.annotation, *field.metadata)])
+    # an Annotated form built at run time: a valid type for pydantic, one mypy cannot evaluate statically
+    return TypeAdapter(cast(Any, typing.Annotated[(field.annotation, *field.metadata)]))
 
 
 def validate_value(path: str, value: Any) -> Any:

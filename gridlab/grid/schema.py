@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
 
-DatasetId = Literal[tuple(DATASETS)]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    DatasetId = str  # the Literal below is built from the catalog at run time, which mypy cannot evaluate
+else:
+    DatasetId = Literal[tuple(DATASETS)]
 Encoder = Literal["lstm", "gru", "cnn", "average", "noenc", "transformer"]
 Attention = Literal["additive", "dot"]
 Projection = Literal["softmax", "sparsemax", "entmax15", "sparsegen"]

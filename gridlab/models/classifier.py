@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gridlab.data.batching import Batch
+from gridlab.data.batching import Batch, Sentences
 from gridlab.data.vocab import PAD_ID
 from gridlab.models.attention import Attention, AttentionSpec
 from gridlab.models.encoders import Encoder
@@ -125,6 +125,8 @@ class PairClassifier(AttentionClassifier):
     def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
         x = self.dropout(self.embed(batch) if embedded is None else embedded)
         h = self.encoder(x, batch.lengths, batch.ids != PAD_ID)
+        if batch.query_ids is None or batch.query_lengths is None:
+            raise ValueError("a pair model needs batches with a query (query_ids, query_lengths)")
         query_tokens = batch.query_ids != PAD_ID
         xq = self.dropout(self.embedding(batch.query_ids))
         hq = self.query_encoder(xq, batch.query_lengths, query_tokens)
@@ -148,10 +150,10 @@ class HierarchicalClassifier(AttentionClassifier):
         self.classifier = nn.Linear(sentence_encoder.output_dim, sizes.classes)
 
     def embed(self, batch: Batch) -> torch.Tensor:
-        return self.embedding(batch.sentences.ids)  # (B, S, W, d)
+        return self.embedding(_sentences(batch).ids)  # (B, S, W, d)
 
     def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
-        sentences = batch.sentences
+        sentences = _sentences(batch)
         x = self.dropout(self.embed(batch) if embedded is None else embedded)
         b, s, w, d = x.shape
         words = sentences.mask.reshape(b * s, w)  # (B*S, W)
@@ -167,3 +169,9 @@ class HierarchicalClassifier(AttentionClassifier):
 
     def output(self, context, query):
         return self.classifier(self.dropout(context))
+
+
+def _sentences(batch: Batch) -> Sentences:
+    if batch.sentences is None:
+        raise ValueError("a hierarchical model needs batches of documents split into sentences")
+    return batch.sentences

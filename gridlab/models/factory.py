@@ -14,7 +14,13 @@ from gridlab.data.prepare import PreparedDataset
 from gridlab.data.vocab import PAD_ID
 from gridlab.grid.schema import CellConfig
 from gridlab.models.attention import AttentionSpec
-from gridlab.models.classifier import FlatClassifier, HierarchicalClassifier, PairClassifier, Sizes
+from gridlab.models.classifier import (
+    AttentionClassifier,
+    FlatClassifier,
+    HierarchicalClassifier,
+    PairClassifier,
+    Sizes,
+)
 from gridlab.models.compatibility import incompatibilities
 from gridlab.models.encoders import build_encoder
 from gridlab.models.seq2seq import Seq2Seq
@@ -24,7 +30,9 @@ def attention_spec(config: CellConfig) -> AttentionSpec:
     return AttentionSpec(config.attention, config.projection, config.projection_lambda, config.attention_mode)
 
 
-def build_model(config: CellConfig, data: PreparedDataset, embeddings: torch.Tensor | None = None) -> nn.Module:
+def build_model(
+    config: CellConfig, data: PreparedDataset, embeddings: torch.Tensor | None = None
+) -> AttentionClassifier | Seq2Seq:
     """Embeddings start at N(0, model.embedding_init_std^2), 0.1 by default: the scale of pretrained word
     vectors. PyTorch's N(0, 1) on 300 dimensions overfits SST within two epochs and lands near 0.78
     instead of J&W's 0.81 (measured: seeds 0/1 0.779/0.792 at std 1, 0.811/0.818 at std 0.1)."""
@@ -44,10 +52,14 @@ def build_model(config: CellConfig, data: PreparedDataset, embeddings: torch.Ten
     return model
 
 
-def _architecture(config: CellConfig, data: PreparedDataset) -> nn.Module:
+def _architecture(config: CellConfig, data: PreparedDataset) -> AttentionClassifier | Seq2Seq:
     m = config.model
     spec = attention_spec(config)
     if config.architecture == "seq2seq":
+        if data.target_vocab is None:
+            raise ValueError(
+                f"architecture seq2seq needs a translation dataset (with a target vocabulary), not {data.id}"
+            )
         return Seq2Seq(
             len(data.vocab), len(data.target_vocab), m.embedding_dim, m.hidden_size, spec, m.attention_size, m.dropout
         )

@@ -97,12 +97,15 @@ class Seq2Seq(nn.Module):
 
     def forward(self, batch: Batch, embedded: torch.Tensor | None = None) -> torch.Tensor:
         """Teacher forcing: logits (B, U-1, V) predicting target_ids[:, 1:] from target_ids[:, :-1]."""
+        if batch.target_ids is None:
+            raise ValueError("teacher forcing needs batches with targets (target_ids)")
+        target_ids = batch.target_ids
         encoded = self.encode(batch, embedded)
         state = self.initial_state(encoded.h, batch)
         logits, alphas = [], []
-        for t in range(batch.target_ids.shape[1] - 1):
+        for t in range(target_ids.shape[1] - 1):
             alpha = self._used_alpha(encoded, state)
-            step_logits, state = self.decode_step(encoded.h, alpha, state, batch.target_ids[:, t])
+            step_logits, state = self.decode_step(encoded.h, alpha, state, target_ids[:, t])
             logits.append(step_logits)
             alphas.append(alpha)
         self.last_alphas = torch.stack(alphas, dim=1)  # (B, U-1, T)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import torch
 from torch import nn
@@ -70,7 +71,8 @@ class TransformerEncoder(nn.Module):
         x = self.input(x) + sinusoidal_positions(x.shape[1], self.input.out_features, x.device)
         tokens = tokens | ~tokens.any(-1, keepdim=True)  # an all-padding row attends everywhere, not to nothing
         self.attention_maps = []
-        for index, layer in enumerate(self.layers):
+        for index, module in enumerate(self.layers):
+            layer = cast(SelfAttentionLayer, module)  # nn.ModuleList is untyped; it holds only SelfAttentionLayers
             attention, values = layer.attention(x, tokens)
             if self.override is not None:
                 attention = self.override(index, attention)

@@ -72,7 +72,7 @@ def plan_jobs(
         if cell.id not in wanted_cells or states[cell.id] != "trained":
             continue
         analyses = _applicable(grid, cell, only)
-        peers = ()
+        peers: tuple[str, ...] = ()
         if any(ANALYSES[a].scope == "grid" for a in analyses):
             group = peers_of(configs[cell.id], configs)
             peers = tuple(p for p in group if states[p] == "trained")

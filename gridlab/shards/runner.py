@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import cast
 
 import numpy as np
 import torch
@@ -25,8 +26,10 @@ from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.errors import GridlabError
 from gridlab.grid.schema import CellConfig
+from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
+from gridlab.models.seq2seq import Seq2Seq
 from gridlab.results.parts import common_columns, model_common_columns, part_path, rows_table, write_part
 from gridlab.shards.plan import SPLIT, ShardJob
 
@@ -35,7 +38,7 @@ from gridlab.shards.plan import SPLIT, ShardJob
 class LoadedCell:
     config: CellConfig
     data: PreparedDataset
-    model: torch.nn.Module
+    model: AttentionClassifier | Seq2Seq
 
 
 class ShardRunner:
@@ -55,10 +58,13 @@ class ShardRunner:
         if not todo:
             return []
         cell = self.load(job.cell_id)
+        # AnalysisContext.model is annotated AttentionClassifier, yet a translation cell's Seq2Seq reaches the
+        # model-level analyses through it too (attention_ablation tells them apart with isinstance)
+        context_model = cast(AttentionClassifier, cell.model)
         contexts = {
             a: AnalysisContext(
                 job.cell_id,
-                cell.model,
+                context_model,
                 self.device,
                 ANALYSES[a].params.model_validate(job.analyses[a]),
                 cell.config,
@@ -71,13 +77,18 @@ class ShardRunner:
         modules = {a: IMPLEMENTATIONS[a] for a in todo if a not in per_model}
         if not modules:
             return written
-        peers = [self.load(peer).model for peer in job.peers] if any(_scope(a) == "grid" for a in modules) else []
+        model = _classifier(job.cell_id, cell.model)
+        peers = (
+            [_classifier(peer, self.load(peer).model) for peer in job.peers]
+            if any(_scope(a) == "grid" for a in modules)
+            else []
+        )
         table = cell.data.splits[SPLIT].slice(job.shard.start, job.shard.stop - job.shard.start)
         collected: dict[str, list[dict]] = {a: [] for a in todo}
         common: list[dict] = []
-        for batch in iterate_batches(table, job.batch_size, sentences=hasattr(cell.model, "word_attention")):
+        for batch in iterate_batches(table, job.batch_size, sentences=hasattr(model, "word_attention")):
             batch = batch.to(self.device)
-            shared = forward_once(cell.model, batch)
+            shared = forward_once(model, batch)
             peer_passes = [forward_once(peer, batch) for peer in peers]
             common.append(_common_arrays(shared))
             for analysis_id, module in modules.items():
@@ -129,6 +140,13 @@ class ShardRunner:
             model.load_state_dict(torch.load(folder.checkpoint, map_location="cpu", weights_only=True))
             self._cells[cell_id] = LoadedCell(config, data, model.to(self.device).eval())
         return self._cells[cell_id]
+
+
+def _classifier(cell_id: str, model: AttentionClassifier | Seq2Seq) -> AttentionClassifier:
+    """The model of a cell with per-instance analyses: a classifier (the registry gives those only to classifiers)."""
+    if not isinstance(model, AttentionClassifier):
+        raise GridlabError(f"cell {cell_id}: per-instance analyses need a classifier, not {type(model).__name__}")
+    return model
 
 
 def _scope(analysis_id: str) -> str:

@@ -143,10 +143,10 @@ def _train(
     remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
     if remaining:
         _run(grid, remaining, tune_root, tracker, emit, already=len(grid.cells) - len(pending), dispatcher=dispatcher)
-    states = {c.id: store.cell(c.id) for c in pending}
+    folders = {c.id: store.cell(c.id) for c in pending}
     return LaunchReport(
-        trained=[i for i, s in states.items() if s.state() == "trained"],
-        failed={i: s.failure_reason() or "" for i, s in states.items() if s.state() == "failed"},
+        trained=[i for i, s in folders.items() if s.state() == "trained"],
+        failed={i: s.failure_reason() or "" for i, s in folders.items() if s.state() == "failed"},
         skipped=len(grid.cells) - len(pending),
     )
 

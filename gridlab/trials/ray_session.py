@@ -9,6 +9,7 @@ minutes) is a clear error instead of a silent wait.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -65,4 +66,4 @@ def _init_with_timeout(kwargs: dict, timeout_s: float, target: str) -> None:
         except subprocess.CalledProcessError as error:
             last = (error.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
             raise GridlabError(f"could not connect to {target}: {last[0]}") from None
-    ray.init(logging_level="warning", log_to_driver=False, **kwargs)
+    ray.init(logging_level=logging.WARNING, log_to_driver=False, **kwargs)
