@@ -55,14 +55,14 @@ class Batch:
         return self.ids.shape[0]
 
     def to(self, device: torch.device | str) -> Batch:
-        moved = {}
+        moved: dict[str, Tensor | Sentences] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, Tensor):
                 moved[f.name] = value.to(device)
             elif isinstance(value, Sentences):
                 moved[f.name] = Sentences(*(t.to(device) for t in (value.ids, value.mask, value.doc_mask)))
-        return replace(self, **moved)
+        return replace(self, **moved)  # type: ignore[arg-type]  # each field keeps its own type
 
 
 def pad_with_markers(sequences: Sequence[Sequence[int]]) -> tuple[Tensor, Tensor, Tensor]:

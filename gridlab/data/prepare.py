@@ -120,7 +120,9 @@ def _raw_splits(spec: DatasetSpec, presence: Presence, config: DataConfig) -> di
         pooled = [e for s in spec.official_splits if s in official for e in official[s]]
         return _carve(pooled, DERIVED_FRACTIONS, rng)
     if "dev" not in official:
-        carved = _carve(official["train"], {"train": 1 - config.dev_fraction, "dev": config.dev_fraction}, rng)
+        fraction = config.dev_fraction
+        assert fraction is not None  # resolved: set whenever the release has no dev split
+        carved = _carve(official["train"], {"train": 1 - fraction, "dev": fraction}, rng)
         official.update(carved)
     return {split: official[split] for split in SPLITS}
 
@@ -138,6 +140,7 @@ def _label_names(spec: DatasetSpec, config: DataConfig, train: list[RawExample])
     if spec.label_names is not None:
         return spec.label_names
     if spec.id == SYNTHETIC:
+        assert config.synthetic is not None  # resolved: filled in for the synthetic task
         return tuple(str(k) for k in range(config.synthetic.n_classes))
     return tuple(sorted({e.label for e in train}))
 

@@ -91,7 +91,8 @@ def batch_loss(model: nn.Module, batch, reduction: str = "mean") -> torch.Tensor
 
 
 def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimizer:
-    exempt = model.attention_parameter_names() if hasattr(model, "attention_parameter_names") else set()
+    names = getattr(model, "attention_parameter_names", None)
+    exempt: set[str] = names() if callable(names) else set()
     decayed = [p for n, p in model.named_parameters() if n not in exempt]
     undecayed = [p for n, p in model.named_parameters() if n in exempt]
     groups = [{"params": decayed, "weight_decay": train.weight_decay}, {"params": undecayed, "weight_decay": 0.0}]
