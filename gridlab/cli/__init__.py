@@ -4,6 +4,7 @@ gridlab validate grids/quick.yaml
 gridlab plan grids/quick.yaml
 gridlab data list
 gridlab report grids/quick.yaml
+gridlab fidelity grids/jain_wallace.yaml grids/meister.yaml --out docs/fidelity.md
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ from __future__ import annotations
 import typer
 
 from gridlab import __version__
-from gridlab.cli import annotate_commands, data_commands, grid_commands, report_commands, run_commands
+from gridlab.cli import (
+    annotate_commands,
+    data_commands,
+    fidelity_commands,
+    grid_commands,
+    report_commands,
+    run_commands,
+)
 
 app = typer.Typer(
     name="gridlab",
@@ -26,6 +34,7 @@ app.command()(run_commands.launch)
 app.command()(run_commands.analyze)
 app.command()(run_commands.status)
 app.command()(report_commands.report)
+app.command()(fidelity_commands.fidelity)
 app.add_typer(data_commands.app, name="data")
 app.add_typer(annotate_commands.app, name="annotate")
 

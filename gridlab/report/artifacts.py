@@ -22,6 +22,9 @@ class Table:
     # What the Markdown and index.html show instead of the rounded frame, when set: the same rows, with
     # e.g. "0.40 ± 0.21" strings (`stats.plus_minus`) and only the axes that vary. The CSV is always `frame`.
     display: pd.DataFrame | None = None
+    # The whole <id>.md when set (a table that needs more than a caption beside it, e.g. the fidelity table
+    # with its tolerance rules); default: title, the readable table, the caption.
+    markdown: str | None = None
 
 
 @dataclass(frozen=True)

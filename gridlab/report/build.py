@@ -4,9 +4,11 @@ folder (default `results_dir/<grid>/report/`).
     >>> summary = build_report(expand(load_grid_file(path), str(path)))
     >>> summary.out, summary.tables, summary.figures, summary.missing
 
-A section none of whose analyses has rows is listed under "missing" (with what to run), not rendered
-empty; a section that has rows but fails raises, and no report is written: a report that silently drops a
-paper would read as if that paper's analyses had nothing to show.
+The fidelity table comes first (`fidelity.py`: every published number the grid aims at, ours beside it,
+within / outside its tolerance / not run), then the sections. A section none of whose analyses has rows is
+listed under "missing" (with what to run), not rendered empty; a section that has rows but fails raises,
+and no report is written: a report that silently drops a paper would read as if that paper's analyses had
+nothing to show.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 from gridlab.analyses.registry import ANALYSES
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.report.artifacts import Figure, Fragment, SectionOutput, Table
+from gridlab.report.fidelity import fidelity
+from gridlab.report.fidelity_text import fidelity_section, summary
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.render import SectionResult, render_report
 from gridlab.report.sections import Section
@@ -31,6 +35,7 @@ class ReportSummary:
     fragments: int
     sections: list[str]  # ids of the rendered sections
     missing: list[str]  # "<section title>: <what is missing and how to get it>"
+    fidelity: str = ""  # the fidelity table's verdict counts (its tables are not counted above)
 
     @property
     def index(self) -> Path:
@@ -75,20 +80,23 @@ def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
 def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
     inputs = ReportInputs.load(grid)
     out = Path(out) if out is not None else grid.results_dir / "report"
-    results = [run_section(section, inputs) for section in load_sections()]
+    judged = fidelity(inputs)
+    sections = [run_section(section, inputs) for section in load_sections()]
     trained = len(inputs.cells)
     intro = (
         f"Grid {grid.spec.name} ({grid.file}): {trained} of {len(grid.cells)} cells trained; "
         f"rows from {grid.results_dir / 'analyses'}. Every number in the tables is computed from those rows, "
         "per model first and then across seeds; the papers' columns come from gridlab.report.published."
     )
-    render_report(results, out, title=f"gridlab report: {grid.spec.name}", intro=intro)
-    artifacts = [a for r in results for a in r.artifacts]
+    # The fidelity table first: does this grid reproduce the papers, and where not, what tests why.
+    render_report([fidelity_section(judged), *sections], out, title=f"gridlab report: {grid.spec.name}", intro=intro)
+    artifacts = [a for r in sections for a in r.artifacts]
     return ReportSummary(
         out=out,
         tables=sum(isinstance(a, Table) for a in artifacts),
         figures=sum(isinstance(a, Figure) for a in artifacts),
         fragments=sum(isinstance(a, Fragment) for a in artifacts),
-        sections=[r.id for r in results if r.rendered],
-        missing=[f"{r.title}: {line}" for r in results for line in r.missing],
+        sections=[r.id for r in sections if r.rendered],
+        missing=[f"{r.title}: {line}" for r in sections for line in r.missing],
+        fidelity=summary(judged),
     )

@@ -3,18 +3,25 @@ test metrics. Sections get this object and never touch the file layout themselve
 
     >>> inputs = ReportInputs.load(expanded)
     >>> rows = inputs.rows("permutation")        # every part of every cell, or None when not run
+    >>> inputs.configs                           # every cell of the grid, trained or not: what it aims at
+    >>> inputs.restrict(ids)                     # the same grid with only these cells (rows already read kept)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from gridlab.checkpoints import ModelStore
 from gridlab.grid.expand import ExpandedGrid
+from gridlab.grid.paths import get_path
 from gridlab.results.parts import AXES
 from gridlab.results.summary import summary_path
 
@@ -81,3 +88,49 @@ class ReportInputs:
                 }
             )
         return pd.DataFrame.from_records(records, columns=None if records else ["cell_id", *AXES])
+
+    @property
+    def setting_axes(self) -> list[str]:
+        """The grid's axes beyond the model axes (`model.embeddings`, `train.lr`, ...) that take two or more
+        values among its cells: settings whose effect on a published number the fidelity table breaks out."""
+        paths = [p for p in self.grid.axis_paths if p not in AXES]
+        return [p for p in paths if self.configs[p].nunique(dropna=False) > 1]
+
+    @cached_property
+    def configs(self) -> pd.DataFrame:
+        """One row per cell of the grid, trained or not: cell_id, the model axes, each axis path of the grid
+        beyond them (as text, null as 'null'), and `_config` (the resolved config, for `applies`)."""
+        extra = [p for p in self.grid.axis_paths if p not in AXES]
+        records = []
+        for cell in self.grid.cells:
+            dumped = cell.config.model_dump(mode="json")
+            records.append(
+                {
+                    "cell_id": cell.id,
+                    **{axis: getattr(cell.config, axis) for axis in AXES},
+                    **{path: setting_text(get_path(dumped, path)) for path in extra},
+                    "_config": cell.config.model_dump(),
+                }
+            )
+        frame = pd.DataFrame.from_records(records, columns=["cell_id", *AXES, *extra, "_config"])
+        frame["projection_lambda"] = frame["projection_lambda"].astype(float)
+        return frame
+
+    def restrict(self, cell_ids: Collection[str]) -> ReportInputs:
+        """The same grid with only these cells; rows already read are filtered, not read again."""
+        keep = set(cell_ids)
+        grid = dataclasses.replace(self.grid, cells=[c for c in self.grid.cells if c.id in keep])
+        rows = {
+            a: None if f is None or not f["cell_id"].isin(keep).any() else f[f["cell_id"].isin(keep)]
+            for a, f in self._rows.items()
+        }
+        return ReportInputs(grid, rows)
+
+
+def setting_text(value: Any) -> str:
+    """A setting's value as the report prints it: 'null' for None, JSON for lists, else str."""
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)

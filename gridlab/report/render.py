@@ -216,6 +216,8 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 
 def table_markdown(table: Table) -> str:
+    if table.markdown is not None:
+        return table.markdown
     parts = [f"# {table.title}", "", markdown_table(readable(table))]
     if table.caption:
         parts += ["", table.caption]

@@ -16,7 +16,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +39,7 @@ from gridlab.trials.ray_session import ray_session
 from gridlab.trials.trainable import cell_id_of, train_cell, trial_params
 
 MARKER = "gridlab-launch.json"
+LAUNCH_LOG = "launches.jsonl"  # one start and one end line per launch (gridlab.report.walltime reads it)
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,41 @@ def cells_to_train(grid: ExpandedGrid, force: list[str]) -> list[Cell]:
 
 def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None]) -> LaunchReport:
     """Train what is untrained and run (or resume) the analyses of every trained cell, each model's as soon
-    as it is trained. A forced cell's old rows (and its seed peers' seed_variance rows) are dropped first."""
+    as it is trained. A forced cell's old rows (and its seed peers' seed_variance rows) are dropped first.
+    Its start and end go to `results_dir/<grid>/launches.jsonl` (a study's wall time, `gridlab fidelity`)."""
+    with _timed(grid) as record:
+        report = _launch(grid, force, address, emit)
+        record.update(trained=len(report.trained), failed=len(report.failed))
+    return report
+
+
+@contextmanager
+def _timed(grid: ExpandedGrid) -> Iterator[dict]:
+    """Appends a start line, then an end line with the seconds between, whether the launch returned
+    (`completed`) or raised; a launch killed outright leaves its start line alone."""
+    launch_id, started = uuid.uuid4().hex[:12], time.time()
+    _log_launch(grid, {"event": "start", "launch": launch_id, "at": started})
+    record: dict = {}
+    completed = False
+    try:
+        yield record
+        completed = True
+    finally:
+        ended = time.time()
+        _log_launch(
+            grid,
+            {"event": "end", "launch": launch_id, "at": ended, "seconds": ended - started, "completed": completed}
+            | record,
+        )
+
+
+def _log_launch(grid: ExpandedGrid, line: dict) -> None:
+    grid.results_dir.mkdir(parents=True, exist_ok=True)
+    with open(grid.results_dir / LAUNCH_LOG, "a", encoding="utf-8") as log:
+        log.write(json.dumps(line) + "\n")
+
+
+def _launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None]) -> LaunchReport:
     pending = cells_to_train(grid, force)
     _drop_stale_rows(grid, force, emit)
     with ray_session(address if address is not None else grid.spec.ray.address):

@@ -42,6 +42,8 @@ def in_tmp(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> P
         ["plan"],
         ["launch"],
         ["status"],
+        ["report"],
+        ["fidelity"],
         ["data"],
         ["data", "list"],
         ["data", "check"],

@@ -1,5 +1,7 @@
-"""Fixtures for the report tests: a stand-in for ReportInputs over hand-made rows, and one launched quick grid
-with its report, shared by the end-to-end and browser tests (launching it is the expensive part)."""
+"""Fixtures for the report tests: a stand-in for ReportInputs over hand-made rows, a real grid on disk with
+hand-made Parquet rows and trained-cell metrics (`SyntheticGrid`, for what reads the grid itself: fidelity),
+and one launched quick grid with its report, shared by the end-to-end and browser tests (launching it is the
+expensive part)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -44,6 +47,57 @@ class FakeInputs:
 @pytest.fixture
 def fake_inputs() -> type[FakeInputs]:
     return FakeInputs
+
+
+@dataclass
+class SyntheticGrid:
+    """A grid file expanded for real (ids, axes, analyses) over a temporary results_dir, where tests write
+    rows and trained cells by hand: no training, no data needed."""
+
+    folder: Path
+    spec: dict
+
+    @property
+    def path(self) -> Path:
+        path = self.folder / f"{self.spec['name']}.yaml"
+        if not path.is_file():
+            path.write_text(yaml.safe_dump({"results_dir": str(self.folder / "runs"), **self.spec}, sort_keys=False))
+        return path
+
+    @cached_property
+    def expanded(self):
+        from gridlab.grid.expand import expand
+        from gridlab.grid.load import load_grid_file
+
+        return expand(load_grid_file(self.path), str(self.path), check_data=False)
+
+    def cells(self, **where) -> list:
+        """The grid's cells whose config has these values (e.g. dataset="sst", seed=0)."""
+        return [c for c in self.expanded.cells if all(getattr(c.config, k) == v for k, v in where.items())]
+
+    def write_rows(self, analysis: str, cell, records: list[dict]) -> None:
+        """One Parquet part of `analysis` for `cell`: the cell's common columns, then each record."""
+        from gridlab.results.parts import AXES, part_path
+
+        common = {"cell_id": cell.id, **{axis: getattr(cell.config, axis) for axis in AXES}}
+        frame = pd.DataFrame.from_records([{**common, **record} for record in records])
+        frame["projection_lambda"] = frame["projection_lambda"].astype(float)
+        path = part_path(self.expanded.results_dir, analysis, cell.id, 0)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(path)
+
+    def write_trained(self, cell, **metrics: float) -> None:
+        """The cell's model folder as a finished trial leaves it (metrics.json + a stand-in model.pt)."""
+        folder = self.expanded.results_dir / "models" / cell.id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "metrics.json").write_text(json.dumps({"final": True, **metrics}))
+        (folder / "model.pt").write_bytes(b"")
+
+
+@pytest.fixture
+def synthetic_grid(tmp_path: Path):
+    """`synthetic_grid(spec)` -> a SyntheticGrid named after spec['name'] in this test's tmp_path."""
+    return lambda spec: SyntheticGrid(tmp_path, spec)
 
 
 @contextmanager

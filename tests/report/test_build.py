@@ -83,9 +83,12 @@ def test_report_command_on_a_grid_with_nothing_run(tmp_path: Path, data_dir: Pat
     assert f"report: {out / 'index.html'}" in result.output
     assert "0 sections, 0 tables, 0 figures" in result.output
     assert "permutation: requested, but no rows yet" in result.output
+    assert "fidelity: No published number matches this grid's cells and analyses." in result.output
     manifest = json.loads((out / "report.json").read_text())
-    assert manifest["artifacts"] == [] and not any(s["rendered"] for s in manifest["sections"])
-    assert (out / "index.html").is_file()
+    fidelity, *papers = manifest["sections"]
+    assert fidelity["id"] == "fidelity" and fidelity["artifacts"] == ["fidelity", "fidelity_tolerances"]
+    assert not any(s["rendered"] for s in papers) and not any(s["artifacts"] for s in papers)
+    assert (out / "index.html").is_file() and (out / "fidelity.md").is_file() and (out / "fidelity.csv").is_file()
 
 
 def test_report_needs_the_rows_not_the_datasets(tmp_path: Path):

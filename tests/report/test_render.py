@@ -133,3 +133,11 @@ def test_markdown_table_rounds_and_escapes():
         "| a\\|b | 0.123 | yes |",
         "| – | 12,346 | no |",
     ]
+
+
+def test_a_table_may_bring_its_own_markdown(tmp_path: Path):
+    frame = pd.DataFrame({"quantity": ["tau_g"], "verdict": ["within"]})
+    table = Table("t_own", "Own", frame, "a caption", markdown="# Own\n\nthe table, then its rules\n")
+    render_report([SectionResult("s", "S", [table])], tmp_path / "report", title="own")
+    assert (tmp_path / "report" / "t_own.md").read_text() == "# Own\n\nthe table, then its rules\n"
+    assert pd.read_csv(tmp_path / "report" / "t_own.csv").equals(frame)  # the CSV is the frame, as always

@@ -14,6 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from gridlab.cli import app
+from gridlab.report.walltime import wall_time
 
 pytestmark = pytest.mark.slow
 
@@ -134,6 +135,23 @@ def test_rationale_precision_equals_the_rows(quick_report):
         mine = ours.xs(ranking, level="ranking")
         pd.testing.assert_series_equal(mine["precision_at_3"].sort_index(), expected.sort_index(), check_names=False)
         pd.testing.assert_series_equal(mine["auc"].sort_index(), auc.sort_index(), check_names=False)
+
+
+def test_fidelity_rows_are_the_sections_numbers(quick_report):
+    """fidelity.csv's ours for J&W Table 2 is jw_table2.csv's number; the launch recorded its wall time."""
+    fidelity = pd.read_csv(quick_report.report / "fidelity.csv", dtype={"pred": str})
+    assert set(fidelity["verdict"]) <= {"within", "outside", "not run", "undefined"}
+    jw = table(quick_report, "jw_table2").set_index([*MODEL, "pred"])
+    taus = fidelity[fidelity["quantity"] == "tau_g"]
+    assert len(taus) == 2 * 2  # SST, lstm and average encoders, classes 0 and 1 (synthetic is not published)
+    for number in taus.itertuples():
+        assert number.ours == jw.loc[(number.dataset, number.encoder, number.attention, number.pred), "tau_g"]
+        assert number.verdict in ("within", "outside") and number.n_seeds == 1
+    first = (quick_report.report / "index.html").read_text().index("<table id=")
+    assert (quick_report.report / "index.html").read_text()[first:].startswith('<table id="fidelity"')
+    spent = wall_time(quick_report.results)
+    assert spent.launches == 1 and spent.launch_seconds > 0 and spent.unfinished == 0
+    assert spent.trials == 4 and spent.epochs >= 4 and spent.train_seconds > 0
 
 
 def test_a_grid_missing_one_analysis_reports_it(quick_report, tmp_path: Path):

@@ -16,11 +16,22 @@ import numpy as np
 import pandas as pd
 
 from gridlab.report.artifacts import Figure, SectionOutput, Table
+from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import class_histogram, facet, scatter
 from gridlab.report.published import citation, published
 from gridlab.report.sections import Section
-from gridlab.report.stats import ci, constant_axes, grouping_axes, merge_on, model_axes, plus_minus, pm, seed_table
+from gridlab.report.stats import (
+    MODEL_AXES,
+    ci,
+    constant_axes,
+    grouping_axes,
+    merge_on,
+    model_axes,
+    plus_minus,
+    pm,
+    seed_table,
+)
 
 SIGNIFICANCE = 0.05  # J&W's "Sig. Frac.": share of instances with p < 0.05
 ALL = "all"  # the class label of the rows over every instance of a model (J&W's "Overall")
@@ -102,19 +113,25 @@ def table2(rows: pd.DataFrame) -> Table:
     )
 
 
-def table1(inputs: ReportInputs) -> Table | None:
-    """Our test accuracy per configuration (across seeds) beside J&W Table 1's BiLSTM test performance."""
-    cells = inputs.cells
+def table1_frame(cells: pd.DataFrame) -> pd.DataFrame | None:
+    """Our test accuracy per configuration (across seeds) beside J&W Table 1's BiLSTM test performance;
+    None when no cell is trained."""
     if cells.empty or "test_accuracy" not in cells.columns:
         return None
-    by = model_axes(cells)
-    frame = seed_table(cells, by, {"test_accuracy": ("test_accuracy", "mean")})
+    frame = seed_table(cells, model_axes(cells), {"test_accuracy": ("test_accuracy", "mean")})
     frame = frame.drop(columns=["n_instances"])
     paper = published("jw_table1")[["dataset", "metric", "value"]].rename(
         columns={"metric": "paper_metric", "value": "paper_value"}
     )
     paper = paper.assign(encoder="lstm")  # their Table 1 is the BiLSTM's
-    frame = merge_on(frame, paper, ["dataset", "encoder"])
+    return merge_on(frame, paper, ["dataset", "encoder"])
+
+
+def table1(inputs: ReportInputs) -> Table | None:
+    cells = inputs.cells
+    frame = table1_frame(cells)
+    if frame is None:
+        return None
     shown = grouping_axes(cells)
     display = frame[shown].copy()
     display["test accuracy"] = pm(frame, "test_accuracy", digits=3)
@@ -282,9 +299,78 @@ def build(inputs: ReportInputs) -> SectionOutput:
     return SectionOutput(artifacts, missing)
 
 
+# ---- the fidelity table's comparisons ------------------------------------------------------------------------
+
+ANALYSES = ("importance_correlation", "permutation", "adversarial")
+TABLE2_QUANTITIES = {  # quantity -> (column of table2_frame, its std across seeds)
+    "tau_g": ("tau_g", "tau_g_seed_sd"),
+    "sig_frac_g": ("sig_g", "sig_g_seed_sd"),
+    "tau_loo": ("tau_loo", "tau_loo_seed_sd"),
+    "sig_frac_loo": ("sig_loo", "sig_loo_seed_sd"),
+}
+
+
+def table2_ours(inputs: ReportInputs) -> pd.DataFrame | None:
+    rows = inputs.rows("importance_correlation")
+    if rows is None:
+        return None
+    return long_rows(table2_frame(rows), [*model_axes(rows), "pred"], TABLE2_QUANTITIES)
+
+
+def table2_published() -> pd.DataFrame:
+    """J&W Table 2 as fidelity numbers: the mean τ and the share of significant instances per class."""
+    paper = published("jw_table2").dropna(subset=["pred"])
+    short = paper["measure"].str.removeprefix("tau_")
+    means = paper[list(PAPER_KEYS)].assign(quantity=paper["measure"], published=paper["mean"])
+    shares = paper[list(PAPER_KEYS)].assign(quantity="sig_frac_" + short, published=paper["sig_frac"])
+    return pd.concat([means, shares]).sort_index(kind="stable").reset_index(drop=True)  # as printed, row by row
+
+
+def table1_ours(inputs: ReportInputs) -> pd.DataFrame | None:
+    frame = table1_frame(inputs.cells)
+    if frame is None:
+        return None
+    quantities = {"test_performance": ("test_accuracy", "test_accuracy_seed_sd")}
+    return long_rows(frame, model_axes(inputs.cells), quantities, n_instances=None)
+
+
+def table1_published() -> pd.DataFrame:
+    paper = published("jw_table1")
+    return pd.DataFrame(
+        {
+            "dataset": paper["dataset"],
+            "encoder": "lstm",
+            "quantity": "test_performance",
+            "published": paper["value"],
+            "note": [f"J&W: {m.replace('_', '-')}; ours: accuracy" for m in paper["metric"]],
+        }
+    )
+
+
+COMPARISONS = (
+    Comparison(
+        "jw_table2",
+        ("importance_correlation",),
+        keys=MODEL_AXES,
+        join=PAPER_KEYS[:-1],
+        paper=table2_published,
+        ours=table2_ours,
+        extra=("pred",),
+    ),
+    Comparison(
+        "jw_table1",
+        ANALYSES,
+        keys=MODEL_AXES,
+        join=("dataset", "encoder"),
+        paper=table1_published,
+        ours=table1_ours,
+    ),
+)
+
 SECTION = Section(
     id="jain_wallace",
     title="Jain & Wallace (2019), Attention is not Explanation",
-    analyses=("importance_correlation", "permutation", "adversarial"),
+    analyses=ANALYSES,
     build=build,
+    comparisons=COMPARISONS,
 )

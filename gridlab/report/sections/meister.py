@@ -32,6 +32,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from gridlab.report.artifacts import Figure, SectionOutput, Table
+from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet
 from gridlab.report.published import citation, published
@@ -322,9 +323,114 @@ def adversary_table(rows: pd.DataFrame) -> Table:
     return Table("meister_table5", "Meister Table 5: frozen and unfrozen adversarial models", frame, caption, display)
 
 
+# ---- the fidelity table's comparisons ------------------------------------------------------------------------
+
+PAPER_JOIN = (*PAPER_MODEL, "projection")
+
+
+def entropy_ours(inputs: ReportInputs) -> pd.DataFrame | None:
+    rows = inputs.rows("sparsity_importance")
+    if rows is None:
+        return None
+    return long_rows(entropy_frame(rows), MODEL_AXES, {"entropy_gh_x": ("entropy_gh_x", "entropy_gh_x_seed_sd")})
+
+
+def entropy_published() -> pd.DataFrame:
+    paper = published("meister_table1")
+    return paper[list(PAPER_JOIN)].assign(quantity=paper["measure"], published=paper["mean"])
+
+
+def tau_ours(inputs: ReportInputs) -> pd.DataFrame | None:
+    rows = inputs.rows("sparsity_importance")
+    if rows is None:
+        return None
+    return long_rows(tau_frame(rows), MODEL_AXES, {m: (m, f"{m}_seed_sd") for m in MEASURES})
+
+
+def tau_published() -> pd.DataFrame:
+    paper = published("meister_table6")
+    return paper[list(PAPER_JOIN)].assign(quantity=paper["measure"], published=paper["mean"])
+
+
+def sweep_ours(inputs: ReportInputs) -> pd.DataFrame | None:
+    """Ours is one correlation per configuration over its cells, not a mean across seeds: no seed spread."""
+    rows = inputs.rows("sparsity_importance")
+    if rows is None:
+        return None
+    frame = lambda_table(rows)
+    frame = frame[frame["entropy"] == "entropy_gy_x"].reset_index(drop=True)
+    long = long_rows(
+        frame, SWEEP, {"corr_lambda_entropy_gy_x": ("kendall_tau_b", None)}, n_seeds=None, n_instances=None
+    )
+    notes = [f"ours: Kendall τ-b over {c} cells, {n} λ values" for c, n in zip(frame["n_cells"], frame["n_lambdas"])]
+    return long.assign(note=notes)
+
+
+def sweep_published() -> pd.DataFrame:
+    paper = published("meister_table2")
+    return paper[list(PAPER_JOIN)].assign(quantity=paper["measure"], published=paper["value"])
+
+
+def adversary_ours(inputs: ReportInputs) -> pd.DataFrame | None:
+    rows = inputs.rows("adversarial_model")
+    if rows is None:
+        return None
+    frame = adversary_frame(rows)
+    return long_rows(frame, [*MODEL_AXES, "variant"], {"adversary_jsd": ("jsd_mean", "jsd_mean_seed_sd")})
+
+
+def adversary_published() -> pd.DataFrame:
+    paper = published("meister_table5")
+    return paper[list(PAPER_MODEL)].assign(variant=paper["adversary"], quantity="adversary_jsd", published=paper["jsd"])
+
+
+def adversary_admit(frame: pd.DataFrame, configs: pd.DataFrame, inputs: ReportInputs) -> pd.DataFrame:
+    """Only the adversary variants the grid's `adversarial_model` trains."""
+    variants = getattr(inputs.grid.analyses.get("adversarial_model"), "variants", ("frozen", "unfrozen"))
+    return frame[frame["variant"].isin(list(variants))]
+
+
+COMPARISONS = (
+    Comparison(
+        "meister_table1",
+        ("sparsity_importance",),
+        keys=MODEL_AXES,
+        join=PAPER_JOIN,
+        paper=entropy_published,
+        ours=entropy_ours,
+    ),
+    Comparison(
+        "meister_table2",
+        ("sparsity_importance",),
+        keys=SWEEP,
+        join=PAPER_JOIN,
+        paper=sweep_published,
+        ours=sweep_ours,
+    ),
+    Comparison(
+        "meister_table5",
+        ("adversarial_model",),
+        keys=MODEL_AXES,
+        join=PAPER_MODEL,
+        paper=adversary_published,
+        ours=adversary_ours,
+        extra=("variant",),
+        admit=adversary_admit,
+    ),
+    Comparison(
+        "meister_table6",
+        ("sparsity_importance",),
+        keys=MODEL_AXES,
+        join=PAPER_JOIN,
+        paper=tau_published,
+        ours=tau_ours,
+    ),
+)
+
 SECTION = Section(
     id="meister",
     title="Meister et al. (2021), Is Sparse Attention more Interpretable?",
     analyses=("sparsity_importance", "adversarial_model"),
     build=build,
+    comparisons=COMPARISONS,
 )

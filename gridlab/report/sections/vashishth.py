@@ -29,6 +29,7 @@ import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
 from gridlab.report.artifacts import Figure, SectionOutput, Table
+from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet, panel_label
 from gridlab.report.published import citation, published
@@ -316,9 +317,67 @@ def layer_artifacts(rows: pd.DataFrame) -> list:
     ]
 
 
+# ---- the fidelity table's comparisons ------------------------------------------------------------------------
+
+
+def quantity_of(metric: pd.Series, setting: pd.Series) -> pd.Series:
+    """'accuracy' / 'bleu' for a base number, 'accuracy_change' / 'bleu_change' for the others."""
+    return metric.where(setting == "base", metric + "_change")
+
+
+def ablation_ours(inputs: ReportInputs) -> pd.DataFrame | None:
+    rows = inputs.rows("attention_ablation")
+    if rows is None:
+        return None
+    frame = ablation_frame(rows)
+    long = long_rows(frame, [*MODEL, "variant", "setting"], {"value": ("mean", "std")}, n_instances=None)
+    return long.assign(quantity=quantity_of(frame["metric"], frame["setting"]).to_numpy())
+
+
+def ablation_published() -> pd.DataFrame:
+    """Vashishth Tables 1-3 as fidelity numbers; the base rows' ± is the paper's spread over its runs."""
+    numbers = paper()
+    metric = pd.Series(np.where(numbers["architecture"] == "seq2seq", "bleu", "accuracy"), index=numbers.index)
+    task = numbers["architecture"].map(TASK_OF_ARCHITECTURE)
+    return numbers.assign(
+        table=task.map(lambda t: f"Table {TABLES[t][0]}"),
+        quantity=quantity_of(metric, numbers["setting"]),
+        published=numbers["paper_value"],
+        published_seed_std=numbers["paper_std"].astype(float),
+    )
+
+
+def ablation_admit(frame: pd.DataFrame, configs: pd.DataFrame, inputs: ReportInputs) -> pd.DataFrame:
+    """Every number needs the learned-attention model; Train+Infer also its uniform/random twin, Infer only
+    the modes the grid's `attention_ablation` asks for. Rows keep the paper's order."""
+    present = configs[[*MODEL, "attention_mode"]].drop_duplicates()
+    learned = present.loc[present["attention_mode"] == "learned", list(MODEL)].drop_duplicates()
+    frame = frame.merge(learned, on=list(MODEL))
+    twins = present.rename(columns={"attention_mode": "variant"}).assign(_twin=True)
+    twin = frame.merge(twins, on=[*MODEL, "variant"], how="left")["_twin"].eq(True).to_numpy()
+    modes = getattr(inputs.grid.analyses.get("attention_ablation"), "modes", ("uniform", "random", "permute"))
+    setting = frame["setting"].to_numpy()
+    keep = (setting == "base") | ((setting == "infer") & frame["variant"].isin(list(modes)).to_numpy())
+    return frame[keep | ((setting == "train+infer") & twin)].reset_index(drop=True)
+
+
+COMPARISONS = (
+    Comparison(
+        "vashishth_table1",  # and Tables 2-3: one join over the three (`paper`)
+        ("attention_ablation",),
+        keys=MODEL,
+        join=("dataset", "encoder", "projection", "architecture", "attention"),
+        paper=ablation_published,
+        ours=ablation_ours,
+        extra=("variant", "setting"),
+        admit=ablation_admit,
+    ),
+)
+
 SECTION = Section(
     id="vashishth",
     title="Vashishth et al. (2019), Attention Interpretability Across NLP Tasks",
     analyses=("attention_ablation", "permutation", "layer_permutation"),
     build=build,
+    comparisons=COMPARISONS,
 )

@@ -1,0 +1,35 @@
+"""`gridlab fidelity`: docs/fidelity.md from the runs of one or more grids: the settings table, each grid's
+published numbers beside ours with a verdict and an ablation, and each study's wall time."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gridlab.cli.grid_commands import load
+from gridlab.cli.output import echo, user_errors
+
+GridsArg = Annotated[list[Path], typer.Argument(help="Grid files (YAML), in the order the document shows them.")]
+OutOption = Annotated[Path, typer.Option("--out", help="The Markdown file to write (replaced whole).")]
+
+
+@user_errors
+def fidelity(grids: GridsArg, out: OutOption = Path("docs/fidelity.md")) -> None:
+    """Write the fidelity document: for every grid, each published number, ours, its tolerance and verdict
+    (within / outside / not run), the ablation that tests an outside one, and the study's wall time."""
+    from gridlab.report.fidelity_doc import fidelity_document  # pandas and the sections load only here
+
+    expanded = [load(grid, check_data=False) for grid in grids]  # rows suffice, as for `gridlab report`
+    command = shlex.join(["gridlab", "fidelity", *map(str, grids), "--out", str(out)])
+    text = fidelity_document(expanded, command)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, out)
+    echo(f"fidelity: {out}")
+    for grid in expanded:
+        echo(f"  {grid.spec.name}: {grid.file}")

@@ -1,0 +1,205 @@
+"""The fidelity table: every published number a grid aims at, ours beside it, and whether ours is within the
+tolerance its quantity allows (`tolerances.py`), with the run that tests why where it is not (`ablations.py`).
+
+    >>> result = fidelity(ReportInputs.load(expanded))
+    >>> result.frame[["paper", "dataset", "model", "quantity", "published", "ours", "verdict", "ablation"]]
+    >>> result.sensitivity      # the same numbers per value of each setting axis (model.embeddings, ...)
+
+A row per published number that a section joins to ours (the sections' `comparisons`), for the grid's
+configured cells whether trained or not: a number without rows yet reads "not run". Ours is the section's
+own value (mean across seeds, their std and count); nothing here recomputes a statistic. A grid with an
+axis beyond the model axes (a setting: embeddings, learning rate, ...) pools that axis's cells in the main
+table as the sections' tables do, and breaks each number out per value of the setting in `sensitivity`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gridlab.report.ablations import Ablation, ablation_text, load_ablations
+from gridlab.report.comparison import Comparison, expected
+from gridlab.report.inputs import ReportInputs
+from gridlab.report.published import published
+from gridlab.report.sections.registry import load_sections
+from gridlab.report.tolerances import TOLERANCES, Tolerance, rule_for, tolerance_for
+
+WITHIN, OUTSIDE, NOT_RUN, UNDEFINED = "within", "outside", "not run", "undefined"
+COLUMNS = [
+    "paper",
+    "table",
+    "dataset",
+    "model",
+    "detail",
+    "quantity",
+    "published",
+    "published_seed_std",
+    "ours",
+    "ours_std",
+    "n_seeds",
+    "n_instances",
+    "difference",
+    "rule",
+    "tolerance",
+    "verdict",
+    "ablation",
+    "note",
+]
+SHOWN_AXES = ("encoder", "attention", "projection", "projection_lambda", "architecture", "attention_mode")
+DEFAULTS = {"projection": "softmax", "architecture": "flat", "attention_mode": "learned"}
+IDENTITY = ["paper", "table", "dataset", "model", "detail", "quantity"]  # one published number
+
+
+@dataclass(frozen=True)
+class FidelityResult:
+    grid: str
+    file: str
+    frame: pd.DataFrame  # COLUMNS + the keys that name each number (model axes, pred, variant, setting)
+    sensitivity: pd.DataFrame  # axis, value, then the frame's columns; empty without a setting axis
+    axes: list[str]  # the setting axes broken out in `sensitivity` (pooled in `frame`)
+
+    @property
+    def rules(self) -> list[Tolerance]:
+        """The tolerance rules this grid's rows use, in the order of `tolerances.TOLERANCES`."""
+        used = {rule_for(q).rule for q in (*self.frame["quantity"], *self.sensitivity["quantity"])}
+        return [rule for rule in TOLERANCES if rule.rule in used]
+
+    def counts(self) -> dict[str, int]:
+        return {v: int((self.frame["verdict"] == v).sum()) for v in (WITHIN, OUTSIDE, NOT_RUN, UNDEFINED)}
+
+
+def all_comparisons() -> list[Comparison]:
+    """Every section's comparisons, in the report's section order."""
+    return [c for section in load_sections() for c in section.comparisons]
+
+
+def fidelity(inputs: ReportInputs, entries: list[Ablation] | None = None) -> FidelityResult:
+    """The fidelity table of a grid, and its break-out by every setting axis with two or more values."""
+    entries = load_ablations() if entries is None else entries
+    axes = inputs.setting_axes
+    return FidelityResult(
+        inputs.name, str(inputs.grid.file), fidelity_frame(inputs, entries), sensitivity_frame(inputs, entries), axes
+    )
+
+
+def fidelity_frame(inputs: ReportInputs, entries: list[Ablation]) -> pd.DataFrame:
+    parts = [compare(c, inputs, entries).assign(_order=i) for i, c in enumerate(all_comparisons())]
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=COLUMNS)
+    frame = pd.concat(parts, ignore_index=True)
+    # Grouped by table, dataset and model; a model's numbers stay in the order the paper prints them.
+    frame = frame.sort_values(["_order", "table", "dataset", "model"], kind="stable").drop(columns="_order")
+    keys = [c for c in frame.columns if c not in COLUMNS]
+    return frame[COLUMNS + keys].reset_index(drop=True)
+
+
+def compare(comparison: Comparison, inputs: ReportInputs, entries: list[Ablation]) -> pd.DataFrame:
+    """One comparison's published numbers for this grid, ours joined on (keys, extra, quantity), judged."""
+    target = expected(comparison, inputs)
+    if target.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    on = [*comparison.keys, *comparison.extra, "quantity"]
+    ours = comparison.ours(inputs)
+    if ours is None or ours.empty:
+        ours = pd.DataFrame({c: pd.Series(dtype=target[c].dtype) for c in on})
+    ours = ours.rename(columns={"note": "ours_note"})
+    merged = target.merge(ours, on=on, how="left", indicator=True)
+    citation = published(comparison.key)
+    rows = [judge(row, comparison, citation["paper"].iloc[0], entries) for row in merged.to_dict(orient="records")]
+    return pd.DataFrame.from_records(rows)
+
+
+def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list[Ablation]) -> dict[str, Any]:
+    """One fidelity row: ours against the published value, the rule's width, the verdict, the ablation."""
+    measured = row.pop("_merge") == "both"
+    rule, width = tolerance_for(row["quantity"], _number(row.get("published_seed_std")))
+    ours, value = _number(row.get("ours")), float(row["published"])
+    difference = ours - value if ours is not None else math.nan
+    if not measured:
+        verdict = NOT_RUN
+    elif ours is None:
+        verdict = UNDEFINED
+    else:
+        verdict = WITHIN if abs(difference) <= width + 1e-9 else OUTSIDE
+    out = {
+        **{k: row.get(k) for k in (*comparison.keys, *comparison.extra)},
+        "paper": paper,
+        "table": row["table"],
+        "dataset": row.get("dataset"),
+        "model": model_label(row, comparison.keys),
+        "detail": detail_label(row, comparison.extra),
+        "quantity": row["quantity"],
+        "published": value,
+        "published_seed_std": _number(row.get("published_seed_std")),
+        "ours": ours,
+        "ours_std": _number(row.get("ours_std")),
+        "n_seeds": _number(row.get("n_seeds")),
+        "n_instances": _number(row.get("n_instances")),
+        "difference": difference,
+        "rule": rule.rule,
+        "tolerance": width,
+        "verdict": verdict,
+        "note": "; ".join(n for n in (row.get("note"), row.get("ours_note")) if isinstance(n, str) and n),
+    }
+    out["ablation"] = ablation_text(out, entries, verdict)
+    return out
+
+
+def model_label(row: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """'lstm + additive', then whatever differs from the usual model: 'sparsegen λ=0.5', 'han', 'uniform'."""
+    parts = [f"{row.get('encoder')} + {row.get('attention')}"]
+    for axis in ("projection", "architecture", "attention_mode"):
+        value = row.get(axis)
+        if axis in keys and isinstance(value, str) and value != DEFAULTS[axis]:
+            lam = _number(row.get("projection_lambda"))
+            parts.append(f"{value} λ={lam:g}" if axis == "projection" and lam is not None else value)
+    if "projection" not in keys:
+        parts.append("λ sweep")
+    return ", ".join(parts)
+
+
+def detail_label(row: dict[str, Any], extra: tuple[str, ...]) -> str:
+    """Which of a model's numbers: 'class 0', 'all classes', 'uniform, train+infer', 'frozen'."""
+    parts = []
+    for column in extra:
+        value = row.get(column)
+        if column == "pred":
+            parts.append("all classes" if value == "all" else f"class {value}")
+        elif value is not None:
+            parts.append(str(value))
+    return ", ".join(parts)
+
+
+def sensitivity_frame(inputs: ReportInputs, entries: list[Ablation]) -> pd.DataFrame:
+    """Per setting axis and value: the fidelity rows of only that value's cells. A number is kept when the
+    grid aims at it under two or more values of the axis (else there is nothing to compare)."""
+    parts = []
+    for axis in inputs.setting_axes:
+        for value, group in inputs.configs.groupby(axis, sort=True):
+            frame = fidelity_frame(inputs.restrict(group["cell_id"]), entries)
+            parts.append(frame.assign(axis=axis, value=value))
+    if not parts:
+        return pd.DataFrame(columns=["axis", "value", *COLUMNS])
+    frame = pd.concat(parts, ignore_index=True)
+    values = frame.groupby(["axis", *IDENTITY], dropna=False)["value"].transform("nunique")
+    frame = frame[values >= 2]
+    first = {key: i for i, key in enumerate(dict.fromkeys(zip(*(frame[c] for c in ["axis", *IDENTITY]))))}
+    order = [first[key] for key in zip(*(frame[c] for c in ["axis", *IDENTITY]))]
+    frame = frame.assign(_order=order).sort_values(["_order", "value"], kind="stable").drop(columns="_order")
+    return frame[["axis", "value", *[c for c in frame.columns if c not in ("axis", "value")]]].reset_index(drop=True)
+
+
+def _number(value: Any) -> float | None:
+    """A float, or None for null / NaN (never 0: a missing number is not a small one)."""
+    if value is None or value is pd.NA:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if np.isnan(number) else number

@@ -1,0 +1,121 @@
+"""docs/fidelity.md, regenerated from the runs by `gridlab fidelity GRID [GRID ...] --out docs/fidelity.md`:
+the settings where gridlab, the papers and their code differ (`fidelity_settings.csv`), the tolerance
+rules, each grid's fidelity table (with its sensitivity break-out), and each study's wall time.
+
+    >>> text = fidelity_document([expanded, ...], command="gridlab fidelity grids/jain_wallace.yaml --out ...")
+
+A grid without results still gets its rows, all "not run": the document says what is left to run as
+plainly as what has been reproduced. Nothing in it is written by hand; rerun the command after a launch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from gridlab.errors import GridlabError
+from gridlab.grid.expand import ExpandedGrid
+from gridlab.report.ablations import Ablation, load_ablations
+from gridlab.report.fidelity import NOT_RUN, OUTSIDE, WITHIN, FidelityResult, fidelity
+from gridlab.report.fidelity_text import grid_markdown, tolerance_frame
+from gridlab.report.inputs import ReportInputs
+from gridlab.report.render import markdown_table
+from gridlab.report.walltime import WallTime, duration, wall_time
+
+SETTINGS_FILE = Path(__file__).with_name("fidelity_settings.csv")
+SETTINGS_COLUMNS = ("paper", "setting", "paper_says", "original_code", "gridlab", "why")
+
+
+def settings_markdown(path: Path = SETTINGS_FILE) -> str:
+    """The settings table as Markdown; a line saying so when the file is absent. A file without the expected
+    columns is an error (a table silently missing a column would read as complete)."""
+    if not path.is_file():
+        return f"No settings table yet ({path.name} is absent from gridlab/report/)."
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in SETTINGS_COLUMNS if c not in frame.columns]
+    if missing:
+        raise GridlabError(
+            f"{path}: missing columns {', '.join(missing)} (expected the header {','.join(SETTINGS_COLUMNS)})"
+        )
+    if frame.empty:
+        return f"The settings table ({path.name}) has no rows yet."
+    return markdown_table(frame[list(SETTINGS_COLUMNS)])
+
+
+def summary_frame(results: list[FidelityResult]) -> pd.DataFrame:
+    records = []
+    for result in results:
+        counts = result.counts()
+        outside = result.frame[result.frame["verdict"] == OUTSIDE]
+        records.append(
+            {
+                "grid": result.grid,
+                "file": result.file,
+                "published numbers": len(result.frame),
+                WITHIN: counts[WITHIN],
+                OUTSIDE: counts[OUTSIDE],
+                "outside, no ablation yet": int((outside["ablation"] == "no ablation yet").sum()),
+                NOT_RUN: counts[NOT_RUN],
+            }
+        )
+    return pd.DataFrame.from_records(records)
+
+
+def wall_time_frame(grids: list[ExpandedGrid], times: list[WallTime]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "grid": [g.spec.name for g in grids],
+            "cells": [len(g.cells) for g in grids],
+            "launches": [t.launches for t in times],
+            "unfinished launches": [t.unfinished for t in times],
+            "launch wall time": [duration(t.launch_seconds) if t.launches else "not recorded" for t in times],
+            "trials": [t.trials for t in times],
+            "epochs": [t.epochs for t in times],
+            "trial time (summed)": [duration(t.train_seconds) if t.trials else "–" for t in times],
+        }
+    )
+
+
+def fidelity_document(
+    grids: list[ExpandedGrid],
+    command: str,
+    settings: Path = SETTINGS_FILE,
+    entries: list[Ablation] | None = None,
+) -> str:
+    entries = load_ablations() if entries is None else entries
+    results = [fidelity(ReportInputs.load(grid), entries) for grid in grids]
+    times = [wall_time(grid.results_dir) for grid in grids]
+    parts = [
+        "# Fidelity: gridlab against the papers",
+        "",
+        f"Generated from the runs by `{command}`; rerun it after a launch instead of editing this file. "
+        "A number is reproduced when ours lies within its tolerance of the published one; where it does not, "
+        "the `ablation` column names the run that tests why, or says `no ablation yet`.",
+        "",
+        "## Summary",
+        "",
+        markdown_table(summary_frame(results)),
+        "",
+        "## Settings: the papers, their code and gridlab",
+        "",
+        settings_markdown(settings),
+        "",
+        "## Tolerances",
+        "",
+        markdown_table(tolerance_frame()),
+        "",
+    ]
+    for result, grid, spent in zip(results, grids, times):
+        parts += [grid_markdown(result, level=2, tolerances=False).rstrip(), "", f"Wall time: {spent.describe()}.", ""]
+    parts += [
+        "## Wall time",
+        "",
+        markdown_table(wall_time_frame(grids, times)),
+        "",
+        "Launch wall time: from `launches.jsonl` (start and end of every `gridlab launch`; training and "
+        "analyses together, trials in parallel). Trial time: Ray Tune's `time_this_iter_s` summed over every "
+        "epoch of every trial (`tune/launch-*/<cell>/result.json`), so it exceeds the wall time when trials run "
+        "side by side. Analysis shards are not timed one by one; their time is inside the launch's.",
+    ]
+    return "\n".join(parts).rstrip() + "\n"

@@ -1,0 +1,102 @@
+"""How long a study took on the machine that ran it, from what its launches left under results_dir/<grid>/:
+
+    launches.jsonl                       a start and an end line per `gridlab launch` (gridlab.trials.launch)
+    tune/launch-NNN/<cell>/result.json   Ray Tune's line per report of a trial: one per epoch, one final,
+                                         each with `time_this_iter_s`
+
+    >>> wall_time(expanded.results_dir)
+    WallTime(launches=2, launch_seconds=1834.2, unfinished=0, trials=18, epochs=131, train_seconds=3310.5)
+
+Launch seconds are wall-clock (training and analyses together, trials in parallel); train seconds are the
+trials' own time summed, so they exceed the wall time when trials run side by side. Analysis shards are not
+timed one by one: their time is inside the launch's. A launch killed outright has a start line and no end
+and counts as unfinished; launches from before this log existed are not counted at all (launches = 0).
+Only JSON is read here (no Ray): a report runs where the results are, with or without a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+LAUNCH_LOG = "launches.jsonl"  # gridlab.trials.launch.LAUNCH_LOG (not imported: that module loads Ray)
+TUNE_RESULTS = "tune/launch-*/*/result.json"
+
+
+@dataclass(frozen=True)
+class WallTime:
+    launches: int  # launches with both a start and an end line
+    launch_seconds: float  # their wall time, summed
+    unfinished: int  # launches with a start line and no end line (killed), or ended by an error
+    trials: int  # Tune trials with results (a cell retrained or resumed in another launch counts again)
+    epochs: int  # reported training epochs over all trials
+    train_seconds: float  # the trials' reported time, summed over every report
+
+    def describe(self) -> str:
+        """'2 launches, 30m34s wall; 18 trials, 131 epochs, 55m10s of trial time'."""
+        launches = (
+            f"{self.launches} launches, {duration(self.launch_seconds)} wall"
+            if self.launches
+            else "launch wall time not recorded"
+        )
+        if self.unfinished:
+            launches += f" ({self.unfinished} unfinished)"
+        trials = (
+            f"{self.trials} trials, {self.epochs} epochs, {duration(self.train_seconds)} of trial time"
+            if self.trials
+            else "no training recorded"
+        )
+        return f"{launches}; {trials}"
+
+
+def duration(seconds: float) -> str:
+    """'1h02m05s', '4m10s', '12s'."""
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def wall_time(grid_results: Path) -> WallTime:
+    launches, seconds, unfinished = _launches(grid_results / LAUNCH_LOG)
+    trials, epochs, train = _trials(grid_results)
+    return WallTime(launches, seconds, unfinished, trials, epochs, train)
+
+
+def _json_lines(path: Path) -> list[dict]:
+    """The parseable JSON objects of a file, one per line (a line cut by a kill is skipped)."""
+    lines = []
+    for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            lines.append(value)
+    return lines
+
+
+def _launches(log: Path) -> tuple[int, float, int]:
+    if not log.is_file():
+        return 0, 0.0, 0
+    lines = _json_lines(log)
+    started = {line.get("launch") for line in lines if line.get("event") == "start"}
+    ended = {line.get("launch"): line for line in lines if line.get("event") == "end"}
+    finished = [line for line in ended.values() if isinstance(line.get("seconds"), (int, float))]
+    failed = sum(1 for line in finished if not line.get("completed", False))
+    return len(finished), float(sum(line["seconds"] for line in finished)), len(started - set(ended)) + failed
+
+
+def _trials(grid_results: Path) -> tuple[int, int, float]:
+    trials, epochs, seconds = 0, 0, 0.0
+    for path in sorted(grid_results.glob(TUNE_RESULTS)):
+        reports = _json_lines(path)
+        if not reports:
+            continue
+        trials += 1
+        epochs += sum(1 for r in reports if "epoch" in r and not r.get("final") and not r.get("failed"))
+        seconds += sum(float(r.get("time_this_iter_s") or 0.0) for r in reports)
+    return trials, epochs, seconds

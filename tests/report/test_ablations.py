@@ -1,0 +1,68 @@
+"""The ablations file: what an entry selects, how it reads in the fidelity table, and that the shipped file
+only names grids that exist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gridlab.errors import GridlabError
+from gridlab.report.ablations import ABLATIONS_FILE, NO_ABLATION, Ablation, ablation_text, load_ablations
+
+REPO = Path(__file__).resolve().parents[2]
+ROW = {"paper": "Meister et al. (2021)", "quantity": "entropy_gh_x", "dataset": "sst", "model": "lstm + additive"}
+
+
+def entry(**select) -> Ablation:
+    return Ablation(
+        paper="Meister et al. (2021)",
+        quantity=["entropy_gh_x", "tau_gy_x"],
+        select=select,
+        grid="grids/ablations/meister_sst.yaml",
+        where=["dataset=sst", "seed=0,1"],
+        finding="entropy rises 0.04 with spaCy tokens",
+    )
+
+
+def test_an_entry_selects_by_paper_quantity_and_columns():
+    assert entry().selects(ROW)
+    assert entry(dataset="sst").selects(ROW) and entry(dataset=["imdb", "sst"]).selects(ROW)
+    assert not entry(dataset="imdb").selects(ROW)
+    assert not entry().selects({**ROW, "quantity": "adversary_jsd"})
+    assert not entry().selects({**ROW, "paper": "Jain & Wallace (2019)"})
+    assert entry(projection_lambda=None).selects({**ROW, "projection_lambda": float("nan")})
+
+
+def test_the_ablation_cell():
+    command = "gridlab launch grids/ablations/meister_sst.yaml --where dataset=sst --where seed=0,1"
+    text = f"entropy rises 0.04 with spaCy tokens ({command})"
+    assert ablation_text(ROW, [entry()], "outside") == text
+    assert ablation_text(ROW, [entry()], "within") == text  # a measured cause is shown wherever it applies
+    assert ablation_text(ROW, [], "outside") == NO_ABLATION
+    assert ablation_text(ROW, [], "within") == "" and ablation_text(ROW, [], "not run") == ""
+
+
+def test_loading_a_file(tmp_path: Path):
+    path = tmp_path / "ablations.yaml"
+    assert load_ablations(path) == []  # absent: no entries
+    path.write_text(
+        "ablations:\n"
+        "  - {paper: Jain & Wallace (2019), quantity: tau_g, grid: grids/a.yaml, where: dataset=sst, finding: x}\n"
+    )
+    (loaded,) = load_ablations(path)
+    assert loaded.quantity == ("tau_g",) and loaded.where == ("dataset=sst",) and loaded.select == {}
+    path.write_text("ablations:\n  - {paper: x, quantity: tau_g, grid: g.yaml, finding: x, cause: typo}\n")
+    with pytest.raises(GridlabError, match="cause"):
+        load_ablations(path)
+    path.write_text("ablations:\n  - {paper: x, quantity: tau_g, grid: g.yaml, finding: ''}\n")
+    with pytest.raises(GridlabError, match="finding"):
+        load_ablations(path)
+    path.write_text("- just a list\n")
+    with pytest.raises(GridlabError, match="ablations"):
+        load_ablations(path)
+
+
+def test_the_shipped_file_loads_and_names_existing_grids():
+    for ablation in load_ablations(ABLATIONS_FILE):
+        assert (REPO / ablation.grid).is_file(), ablation.grid

@@ -1,0 +1,200 @@
+"""The fidelity table from hand-made rows of a real grid: one row per published number the grid aims at,
+ours from the section's own frame, verdicts within / outside / not run / undefined against the quantity's
+tolerance, the ablation column, and the break-out by a setting axis (model.embeddings)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from gridlab.report.ablations import NO_ABLATION, Ablation
+from gridlab.report.fidelity import NOT_RUN, OUTSIDE, UNDEFINED, WITHIN, fidelity
+from gridlab.report.inputs import ReportInputs
+from gridlab.report.sections.jain_wallace import table2_frame
+from gridlab.report.tolerances import TOLERANCES, rule_for, tolerance_for
+
+JW_GRID = {
+    "name": "fidelity-jw",
+    "grid": {"dataset": ["sst", "imdb"], "encoder": ["lstm"], "attention": ["additive"], "seed": [0, 1]},
+    "analyses": {"importance_correlation": {}},
+}
+
+
+EMBEDDINGS_GRID = {
+    "name": "fidelity-embeddings",
+    "grid": {
+        "dataset": ["sst"],
+        "encoder": ["lstm"],
+        "attention": ["additive"],
+        "model.embeddings": [None, "word2vec"],
+        "seed": [0],
+    },
+    "analyses": {"importance_correlation": {}},
+}
+
+
+def instances(pred: int, tau_g: list, p_g: list, tau_loo: list, p_loo: list, start: int = 0) -> list[dict]:
+    return [
+        {
+            "instance_id": start + i,
+            "length": 8,
+            "label": pred,
+            "pred": pred,
+            "max_attention": 0.5,
+            "tau_g": g,
+            "p_g": pg,
+            "tau_loo": loo,
+            "p_loo": pl,
+        }
+        for i, (g, pg, loo, pl) in enumerate(zip(tau_g, p_g, tau_loo, p_loo))
+    ]
+
+
+def jw_rows(seed: int) -> list[dict]:
+    """SST, one seed. Class 0: mean tau_g 0.40 (seed 0) / 0.44 (seed 1), 3 of 5 significant; tau_loo 0.41,
+    2 of 5 significant. Class 1: tau_g 0.60, all significant; tau_loo undefined on every instance."""
+    shift = 0.04 * seed
+    significant_g, significant_loo = [0.01, 0.01, 0.01, 0.2, 0.2], [0.01, 0.01, 0.2, 0.2, 0.2]
+    taus = [0.36 + shift, 0.38 + shift, 0.40 + shift, 0.42 + shift, 0.44 + shift]
+    class0 = instances(0, taus, significant_g, [0.41] * 5, significant_loo)
+    class1 = instances(1, [0.60] * 5, [0.01] * 5, [None] * 5, [None] * 5, start=5)
+    return class0 + class1
+
+
+@pytest.fixture
+def jw(synthetic_grid):
+    grid = synthetic_grid(JW_GRID)
+    for cell in grid.cells(dataset="sst"):
+        grid.write_rows("importance_correlation", cell, jw_rows(cell.config.seed))
+        grid.write_trained(cell, test_accuracy=0.80 + 0.03 * cell.config.seed)
+    return grid
+
+
+def row(frame: pd.DataFrame, dataset: str, quantity: str, detail: str = "") -> pd.Series:
+    found = frame[(frame["dataset"] == dataset) & (frame["quantity"] == quantity) & (frame["detail"] == detail)]
+    assert len(found) == 1, (dataset, quantity, detail, frame[["dataset", "quantity", "detail"]])
+    return found.iloc[0]
+
+
+def test_one_row_per_published_number_the_grid_aims_at(jw):
+    frame = fidelity(ReportInputs.load(jw.expanded), entries=[]).frame
+    # J&W Table 2 for the BiLSTM on SST and IMDB: tau_g, sig, tau_loo, sig per class; Table 1 once per dataset
+    assert len(frame) == 2 * (2 * 4 + 1)
+    assert set(frame["paper"]) == {"Jain & Wallace (2019)"}
+    assert list(frame["table"].unique()) == ["Table 2", "Table 1 (test performance, LSTM)"]
+    assert not frame.duplicated(["dataset", "model", "detail", "quantity"]).any()
+    assert set(frame["model"]) == {"lstm + additive"}
+
+
+def test_verdicts_inside_outside_not_run_and_undefined(jw):
+    frame = fidelity(ReportInputs.load(jw.expanded), entries=[]).frame
+    tau = row(frame, "sst", "tau_g", "class 0")
+    assert tau["verdict"] == WITHIN
+    assert tau["ours"] == pytest.approx(0.42) and tau["published"] == 0.40
+    assert tau["ours_std"] == pytest.approx(math.sqrt(2) * 0.02) and tau["n_seeds"] == 2
+    assert tau["n_instances"] == 10 and tau["difference"] == pytest.approx(0.02)
+    assert (tau["rule"], tau["tolerance"]) == ("kendall_tau", 0.07)
+    assert row(frame, "sst", "sig_frac_g", "class 0")["verdict"] == WITHIN  # 0.60 vs 0.59
+    assert row(frame, "sst", "sig_frac_loo", "class 0")["verdict"] == WITHIN  # 0.40 vs 0.47, rule 0.10
+    edge = row(frame, "sst", "tau_loo", "class 0")  # 0.41 vs 0.34: a difference of exactly the tolerance
+    assert edge["difference"] == pytest.approx(0.07) and edge["verdict"] == WITHIN
+    far = row(frame, "sst", "tau_g", "class 1")  # 0.60 vs 0.38
+    assert far["verdict"] == OUTSIDE and far["difference"] == pytest.approx(0.22)
+    assert row(frame, "sst", "tau_loo", "class 1")["verdict"] == UNDEFINED  # rows, but tau_loo never defined
+    accuracy = row(frame, "sst", "test_performance")  # 0.815 vs J&W's F1 0.81
+    assert accuracy["verdict"] == WITHIN and accuracy["note"] == "J&W: f1; ours: accuracy"
+    imdb = frame[frame["dataset"] == "imdb"]
+    assert (imdb["verdict"] == NOT_RUN).all() and imdb["ours"].isna().all()
+    assert imdb["published"].notna().all() and imdb["tolerance"].notna().all()
+
+
+def test_ours_is_the_sections_own_number(jw):
+    inputs = ReportInputs.load(jw.expanded)
+    section = table2_frame(inputs.rows("importance_correlation"))
+    section = section[(section["dataset"] == "sst") & (section["pred"] == "0")].iloc[0]
+    frame = fidelity(inputs, entries=[]).frame
+    assert row(frame, "sst", "tau_g", "class 0")["ours"] == section["tau_g"]
+    assert row(frame, "sst", "sig_frac_loo", "class 0")["ours"] == section["sig_loo"]
+    assert row(frame, "sst", "tau_g", "class 0")["published"] == section["paper_tau_g"]
+
+
+def test_the_ablation_column(jw):
+    entry = Ablation(
+        paper="Jain & Wallace (2019)",
+        quantity="tau_g",
+        select={"dataset": "sst", "detail": "class 1"},
+        grid="grids/ablations/jw_tau.yaml",
+        where=["dataset=sst"],
+        finding="tau_g falls to 0.41 once the vocabulary keeps SST's rare words",
+    )
+    frame = fidelity(ReportInputs.load(jw.expanded), entries=[entry]).frame
+    assert row(frame, "sst", "tau_g", "class 1")["ablation"] == (
+        "tau_g falls to 0.41 once the vocabulary keeps SST's rare words "
+        "(gridlab launch grids/ablations/jw_tau.yaml --where dataset=sst)"
+    )
+    assert row(frame, "sst", "sig_frac_g", "class 1")["ablation"] == NO_ABLATION  # outside, nothing tests it
+    assert row(frame, "sst", "tau_g", "class 0")["ablation"] == ""  # within
+    assert row(frame, "imdb", "tau_g", "class 1")["ablation"] == ""  # not run
+    outside = frame[frame["verdict"] == OUTSIDE]
+    assert (outside["ablation"] != "").all()
+
+
+def test_a_grid_with_no_results_is_all_not_run(synthetic_grid):
+    grid = synthetic_grid({**JW_GRID, "name": "nothing-yet"})
+    result = fidelity(ReportInputs.load(grid.expanded), entries=[])
+    assert len(result.frame) == 18 and (result.frame["verdict"] == NOT_RUN).all()
+    assert result.sensitivity.empty and result.axes == []
+    assert result.counts() == {WITHIN: 0, OUTSIDE: 0, NOT_RUN: 18, UNDEFINED: 0}
+
+
+def test_a_grid_aiming_at_no_published_number(synthetic_grid):
+    spec = {"name": "unpublished", "grid": {"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]}}
+    grid = synthetic_grid({**spec, "analyses": {"importance_correlation": {}}})
+    assert fidelity(ReportInputs.load(grid.expanded), entries=[]).frame.empty
+
+
+def embeddings_grid(synthetic_grid):
+    """SST BiLSTM cells trained from scratch (class-0 tau_g 0.40) and on word2vec vectors (0.55), one seed each."""
+    grid = synthetic_grid(EMBEDDINGS_GRID)
+    for cell in grid.cells():
+        tau = 0.40 if cell.config.model.embeddings is None else 0.55
+        grid.write_rows("importance_correlation", cell, instances(0, [tau] * 4, [0.01] * 4, [0.3] * 4, [0.01] * 4))
+    return grid
+
+
+def test_sensitivity_breaks_a_number_out_by_a_setting_axis(synthetic_grid):
+    grid = embeddings_grid(synthetic_grid)
+    result = fidelity(ReportInputs.load(grid.expanded), entries=[])
+    assert result.axes == ["model.embeddings"]
+    pooled = row(result.frame, "sst", "tau_g", "class 0")  # the two settings pooled, as the section pools them
+    assert pooled["ours"] == pytest.approx(0.475) and pooled["n_seeds"] == 2
+    split = result.sensitivity[
+        (result.sensitivity["quantity"] == "tau_g") & (result.sensitivity["detail"] == "class 0")
+    ]
+    assert list(split["axis"]) == ["model.embeddings"] * 2
+    assert list(split["value"]) == ["null", "word2vec"]
+    assert list(split["ours"]) == pytest.approx([0.40, 0.55])
+    assert list(split["verdict"]) == [WITHIN, OUTSIDE]
+    assert (split["n_seeds"] == 1).all()
+    class1 = result.sensitivity[result.sensitivity["detail"] == "class 1"]
+    assert (class1["verdict"] == NOT_RUN).all() and len(class1) == 2 * 4  # aimed at under both values
+
+
+def test_every_quantity_has_a_rule_with_a_reason(jw):
+    frame = fidelity(ReportInputs.load(jw.expanded), entries=[]).frame
+    for quantity in frame["quantity"].unique():
+        assert rule_for(quantity).reason
+    assert all(len(rule.reason) > 40 for rule in TOLERANCES)
+    quantities = [q for rule in TOLERANCES for q in rule.quantities]
+    assert len(quantities) == len(set(quantities))  # one rule per quantity
+    with pytest.raises(KeyError, match="tolerances.py"):
+        rule_for("made_up")
+
+
+def test_the_papers_spread_over_runs_sets_an_accuracy_tolerance():
+    assert tolerance_for("accuracy", 0.5)[1] == pytest.approx(1.0)  # Vashishth SST base 83.4 ± 0.5
+    assert tolerance_for("accuracy", None)[1] == 2.0
+    assert tolerance_for("accuracy", math.nan)[1] == 2.0
+    assert tolerance_for("tau_g", 0.5)[1] == 0.07  # J&W's ± is over instances: never used
