@@ -8,8 +8,8 @@ tolerance its quantity allows (`tolerances.py`), with the run that tests why whe
 A row per published number that a section joins to ours (the sections' `comparisons`), for the grid's
 configured cells whether trained or not: a number without rows yet reads "not run". Ours is the section's
 own value (mean across seeds, their std and count); nothing here recomputes a statistic. A grid with an
-axis beyond the model axes (a setting: embeddings, learning rate, ...) pools that axis's cells in the main
-table as the sections' tables do, and breaks each number out per value of the setting in `sensitivity`.
+axis beyond the model axes (a setting: embeddings, learning rate, ...) has a row per combination of its
+settings (named in `detail`), and `sensitivity` puts each number's values under one setting side by side.
 """
 
 from __future__ import annotations
@@ -82,8 +82,23 @@ def fidelity(inputs: ReportInputs, entries: list[Ablation] | None = None) -> Fid
     entries = load_ablations() if entries is None else entries
     axes = inputs.setting_axes
     return FidelityResult(
-        inputs.name, str(inputs.grid.file), fidelity_frame(inputs, entries), sensitivity_frame(inputs, entries), axes
+        inputs.name, str(inputs.grid.file), per_setting_frame(inputs, entries), sensitivity_frame(inputs, entries), axes
     )
+
+
+def per_setting_frame(inputs: ReportInputs, entries: list[Ablation]) -> pd.DataFrame:
+    """The fidelity rows of each combination of the grid's varying settings apart (cells that differ in a
+    setting are different models, never seeds of one), the combination named in `detail`."""
+    axes = inputs.setting_axes
+    if not axes:
+        return fidelity_frame(inputs, entries)
+    parts = []
+    for values, group in inputs.configs.groupby(axes, sort=True):
+        label = ", ".join(f"{axis} {value}" for axis, value in zip(axes, values))
+        frame = fidelity_frame(inputs.restrict(group["cell_id"]), entries)
+        frame["detail"] = [f"{detail}; {label}" if detail else label for detail in frame["detail"]]
+        parts.append(frame)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
 
 
 def fidelity_frame(inputs: ReportInputs, entries: list[Ablation]) -> pd.DataFrame:

@@ -61,7 +61,7 @@ class ReportInputs:
             frame = None
             if parts:
                 frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
-                frame = frame.drop(columns=["cell"], errors="ignore")
+                frame = self._with_settings(frame.drop(columns=["cell"], errors="ignore"))
             self._rows[analysis_id] = frame
         return self._rows[analysis_id]
 
@@ -87,7 +87,16 @@ class ReportInputs:
                     **{k: v for k, v in metrics.items() if k.startswith("test_")},
                 }
             )
-        return pd.DataFrame.from_records(records, columns=None if records else ["cell_id", *AXES])
+        frame = pd.DataFrame.from_records(records, columns=None if records else ["cell_id", *AXES])
+        return self._with_settings(frame)
+
+    def _with_settings(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """`frame` with a column per setting axis that varies in the grid (`model.embeddings`, ...): rows of
+        cells that differ in a setting belong to different configurations, which tables must not pool."""
+        settings = self.setting_axes
+        if not settings:
+            return frame
+        return frame.merge(self.configs[["cell_id", *settings]], on="cell_id", how="left")
 
     @property
     def setting_axes(self) -> list[str]:

@@ -35,12 +35,23 @@ ALWAYS_SHOWN = ("dataset", "encoder")
 Stat = str | Callable[[pd.Series], float]
 
 
+def setting_columns(frame: pd.DataFrame) -> list[str]:
+    """The grid's setting axes among `frame`'s columns (dotted paths: `model.embeddings`, `train.lr`, ...).
+    `ReportInputs` adds them to the rows of a grid where they vary: cells that differ in a setting are
+    different configurations, never seeds of one."""
+    return [column for column in frame.columns if "." in str(column)]
+
+
+def configuration_axes(frame: pd.DataFrame) -> list[str]:
+    return [*MODEL_AXES, *setting_columns(frame)]
+
+
 def grouping_axes(frame: pd.DataFrame, always: Sequence[str] = ALWAYS_SHOWN) -> list[str]:
-    """The model axes that vary in `frame` (plus `always`): the columns a table groups by. Axes constant over
-    the whole frame are left out of the table and named in its caption (`constant_axes`)."""
+    """The configuration axes that vary in `frame` (plus `always`): the columns a table groups by. Axes
+    constant over the whole frame are left out of the table and named in its caption (`constant_axes`)."""
     return [
         axis
-        for axis in MODEL_AXES
+        for axis in configuration_axes(frame)
         if axis in frame.columns and (axis in always or frame[axis].nunique(dropna=False) > 1)
     ]
 
@@ -48,7 +59,7 @@ def grouping_axes(frame: pd.DataFrame, always: Sequence[str] = ALWAYS_SHOWN) -> 
 def constant_axes(frame: pd.DataFrame, shown: Sequence[str]) -> str:
     """'projection softmax, architecture flat, ...' for the axes that are not table columns."""
     parts = []
-    for axis in MODEL_AXES:
+    for axis in configuration_axes(frame):
         if axis in frame.columns and axis not in shown and len(frame):
             value = frame[axis].iloc[0]
             if not _is_null(value):
@@ -160,9 +171,9 @@ def seed_table(
 
 
 def model_axes(frame: pd.DataFrame) -> list[str]:
-    """Every model axis present in `frame`: tables group by all of them (a constant one splits nothing) so
-    that the CSV always names the full configuration; the display shows only `grouping_axes`."""
-    return [axis for axis in MODEL_AXES if axis in frame.columns]
+    """Every configuration axis present in `frame`: tables group by all of them (a constant one splits
+    nothing) so that the CSV always names the full configuration; the display shows only `grouping_axes`."""
+    return [axis for axis in configuration_axes(frame) if axis in frame.columns]
 
 
 def _merge(left: pd.DataFrame, right: pd.DataFrame, on: list[str]) -> pd.DataFrame:

@@ -168,8 +168,10 @@ def test_sensitivity_breaks_a_number_out_by_a_setting_axis(synthetic_grid):
     grid = embeddings_grid(synthetic_grid)
     result = fidelity(ReportInputs.load(grid.expanded), entries=[])
     assert result.axes == ["model.embeddings"]
-    pooled = row(result.frame, "sst", "tau_g", "class 0")  # the two settings pooled, as the section pools them
-    assert pooled["ours"] == pytest.approx(0.475) and pooled["n_seeds"] == 2
+    # cells of different settings are different models: one row per setting, never pooled as seeds
+    for setting, ours in (("model.embeddings null", 0.40), ("model.embeddings word2vec", 0.55)):
+        one = row(result.frame, "sst", "tau_g", f"class 0; {setting}")
+        assert one["ours"] == pytest.approx(ours) and one["n_seeds"] == 1
     split = result.sensitivity[
         (result.sensitivity["quantity"] == "tau_g") & (result.sensitivity["detail"] == "class 0")
     ]

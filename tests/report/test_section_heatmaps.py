@@ -92,6 +92,7 @@ def inputs_for(store: SimpleNamespace, analyses: dict) -> ReportInputs:
         data_dir=store.data_dir,
         analyses=analyses,
         cells=[SimpleNamespace(id=store.identifier, config=store.config)],
+        axis_paths=["dataset"],
     )
     return ReportInputs(grid)
 

@@ -32,8 +32,10 @@ from gridlab.report.sections import Section
 from gridlab.report.stats import (
     MODEL_AXES,
     bracket,
+    configuration_axes,
     constant_axes,
     grouping_axes,
+    model_axes,
     plus_minus,
     seed_table,
 )
@@ -73,12 +75,14 @@ def build(inputs: ReportInputs) -> SectionOutput:
 def comparison_frame(seeds, adversarial, adversaries) -> pd.DataFrame:
     """Model axes + one column group per statistic (mean across seeds, <m>_seed_sd, <m>_ci_low/high) and
     n_seeds, from whichever of the three analyses have rows (null keys join null keys)."""
+    present = [f for f in (seeds, adversarial, adversaries) if f is not None]
+    by = model_axes(present[0]) if present else BY
     parts = []
     if seeds is not None:
         parts.append(
             seed_table(
                 seeds,
-                BY,
+                by,
                 {
                     "seed_jsd_max_median": ("jsd_seed_max", "median"),
                     "seed_jsd_max_mean": ("jsd_seed_max", "mean"),
@@ -92,7 +96,7 @@ def comparison_frame(seeds, adversarial, adversaries) -> pd.DataFrame:
         parts.append(
             seed_table(
                 adversarial,
-                BY,
+                by,
                 {"adversarial_jsd_median": ("jsd_eps_max", "median"), "adversarial_jsd_mean": ("jsd_eps_max", "mean")},
                 spread=["adversarial_jsd_median", "adversarial_jsd_mean"],
             )
@@ -102,22 +106,22 @@ def comparison_frame(seeds, adversarial, adversaries) -> pd.DataFrame:
         above = both["jsd_eps_max"].astype(float) > both["jsd_seed_max"].astype(float)
         both["above"] = above.astype(float).where(both["jsd_seed_max"].notna() & both["jsd_eps_max"].notna())
         if len(both):
-            parts.append(seed_table(both, BY, {"adversarial_above_seed": ("above", "mean")}))
+            parts.append(seed_table(both, by, {"adversarial_above_seed": ("above", "mean")}))
     if adversaries is not None:
         for variant, group in adversaries.groupby("variant", sort=True):
-            parts.append(seed_table(group, BY, {f"adversary_{variant}_jsd": ("jsd_mean", "mean")}))
+            parts.append(seed_table(group, by, {f"adversary_{variant}_jsd": ("jsd_mean", "mean")}))
     frame, n_seeds = None, []
     for i, part in enumerate(parts):
         part = part.drop(columns="n_instances").rename(columns={"n_seeds": f"_n{i}"})
         n_seeds.append(f"_n{i}")
-        frame = part if frame is None else frame.merge(part, on=BY, how="outer")
+        frame = part if frame is None else frame.merge(part, on=by, how="outer")
     frame["n_seeds"] = frame[n_seeds].max(axis=1).astype(int)
-    return frame.drop(columns=n_seeds).sort_values(BY, kind="stable").reset_index(drop=True)
+    return frame.drop(columns=n_seeds).sort_values(by, kind="stable").reset_index(drop=True)
 
 
 def comparison_table(seeds, adversarial, adversaries) -> Table:
     frame = comparison_frame(seeds, adversarial, adversaries)
-    display = frame[[a for a in grouping_axes(frame) if a in MODEL_AXES]].copy()
+    display = frame[[a for a in grouping_axes(frame) if a in configuration_axes(frame)]].copy()
     shown = (
         ("seed_jsd_max_median", "seed JSD (median)"),
         ("seed_jsd_max_mean", "seed JSD (mean)"),
@@ -158,7 +162,7 @@ def cdf_figure(seeds, adversarial, adversaries) -> Figure:
     ]
     frame = pd.concat(sources, ignore_index=True)
     pooled = frame[frame["_source"] != "adversary"]
-    axes = [a for a in grouping_axes(pooled) if a in MODEL_AXES]
+    axes = grouping_axes(pooled)
     figure = facet(
         frame,
         _cdfs,
@@ -215,11 +219,12 @@ def _cdfs(ax, rows: pd.DataFrame) -> None:
 
 
 def diagnostic_frame(rows: pd.DataFrame, cells: pd.DataFrame | None) -> pd.DataFrame:
-    table = seed_table(rows, [*BY, "variant"], {"accuracy": ("accuracy", "mean"), "f1_macro": ("f1_macro", "mean")})
+    by = model_axes(rows)
+    table = seed_table(rows, [*by, "variant"], {"accuracy": ("accuracy", "mean"), "f1_macro": ("f1_macro", "mean")})
     table = table.drop(columns="n_instances")
     if cells is not None and len(cells) and "test_accuracy" in cells.columns:
-        model = seed_table(cells, BY, {"model_accuracy": ("test_accuracy", "mean")}, spread=[])
-        table = table.merge(model[[*BY, "model_accuracy"]], on=BY, how="left")
+        model = seed_table(cells, by, {"model_accuracy": ("test_accuracy", "mean")}, spread=[])
+        table = table.merge(model[[*by, "model_accuracy"]], on=by, how="left")
     else:
         table["model_accuracy"] = np.nan
     order = {v: i for i, v in enumerate(VARIANTS)}
@@ -229,7 +234,7 @@ def diagnostic_frame(rows: pd.DataFrame, cells: pd.DataFrame | None) -> pd.DataF
 
 def diagnostic_table(rows: pd.DataFrame, cells: pd.DataFrame | None) -> Table:
     frame = diagnostic_frame(rows, cells)
-    display = frame[[a for a in grouping_axes(frame) if a in MODEL_AXES] + ["variant"]].copy()
+    display = frame[[a for a in grouping_axes(frame) if a in configuration_axes(frame)] + ["variant"]].copy()
     for column, name in (("accuracy", "accuracy"), ("f1_macro", "macro F1")):
         display[name] = [plus_minus(m, s, 3) for m, s in zip(frame[column], frame[f"{column}_seed_sd"])]
         display[f"{name} 95% CI"] = [
