@@ -219,7 +219,7 @@ def test_documented_example_is_accepted(in_tmp: Path):
     assert sorted(p.name for p in in_tmp.iterdir()) == ["grid.yaml"]
 
 
-@pytest.mark.parametrize("grid", sorted((REPO / "grids").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("grid", sorted((REPO / "grids").rglob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_grids_validate(in_tmp: Path, grid: Path):
     result = run("validate", str(grid))
     assert result.exit_code == 0, result.output
