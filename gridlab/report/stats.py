@@ -223,6 +223,6 @@ def _is_null(value: object) -> bool:
     if value is None or value is pd.NA:
         return True
     try:
-        return bool(np.isnan(value))  # type: ignore[arg-type]
+        return bool(np.isnan(value))  # type: ignore[call-overload]  # any scalar; a non-number raises TypeError
     except TypeError:
         return False

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from gridlab.report.artifacts import Figure, SectionOutput, Table
+from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
 from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet
@@ -58,7 +58,8 @@ NAN = math.nan
 
 
 def build(inputs: ReportInputs) -> SectionOutput:
-    artifacts, missing = [], []
+    artifacts: list[Artifact] = []
+    missing: list[str] = []
     rows = inputs.rows("sparsity_importance")
     if rows is not None:
         artifacts += [entropy_table(rows), tau_table(rows)]

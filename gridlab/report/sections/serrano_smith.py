@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from gridlab.analyses.erasure_multi import RANKINGS
-from gridlab.report.artifacts import Figure, SectionOutput, Table
+from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet, scatter
 from gridlab.report.published import citation, published
@@ -322,7 +322,8 @@ def multi_rankings(rows: pd.DataFrame) -> list[str]:
 
 
 def build(inputs: ReportInputs) -> SectionOutput:
-    artifacts, missing = [], []
+    artifacts: list[Artifact] = []
+    missing: list[str] = []
     single = inputs.rows("erasure_single")
     if single is not None:
         artifacts += [table2(single), table2_published(), figure3(single), figure4(single)]

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from gridlab.report.artifacts import Figure, SectionOutput, Table
+from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
 from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet, panel_label
@@ -76,7 +76,8 @@ BIN_LABELS = tuple(f"{lo:g}-{hi:g}" for lo, hi in itertools.pairwise(BINS))
 
 
 def build(inputs: ReportInputs) -> SectionOutput:
-    artifacts, missing = [], []
+    artifacts: list[Artifact] = []
+    missing: list[str] = []
     ablation = inputs.rows("attention_ablation")
     if ablation is not None:
         tables, notes = ablation_tables(ablation)

@@ -25,7 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from gridlab.report.artifacts import Figure, SectionOutput, Table
+from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet
 from gridlab.report.sections import Section
@@ -46,7 +46,8 @@ BY = list(MODEL_AXES)
 
 
 def build(inputs: ReportInputs) -> SectionOutput:
-    artifacts, missing = [], []
+    artifacts: list[Artifact] = []
+    missing: list[str] = []
     seeds, adversarial = inputs.rows("seed_variance"), inputs.rows("adversarial")
     adversaries = inputs.rows("adversarial_model")
     if seeds is None:
@@ -110,11 +111,13 @@ def comparison_frame(seeds, adversarial, adversaries) -> pd.DataFrame:
     if adversaries is not None:
         for variant, group in adversaries.groupby("variant", sort=True):
             parts.append(seed_table(group, by, {f"adversary_{variant}_jsd": ("jsd_mean", "mean")}))
-    frame, n_seeds = None, []
+    frame: pd.DataFrame | None = None
+    n_seeds: list[str] = []
     for i, part in enumerate(parts):
         part = part.drop(columns="n_instances").rename(columns={"n_seeds": f"_n{i}"})
         n_seeds.append(f"_n{i}")
         frame = part if frame is None else frame.merge(part, on=by, how="outer")
+    assert frame is not None, "called only when one of the three analyses has rows"
     frame["n_seeds"] = frame[n_seeds].max(axis=1).astype(int)
     return frame.drop(columns=n_seeds).sort_values(by, kind="stable").reset_index(drop=True)
 
