@@ -108,11 +108,13 @@ TOLERANCES: tuple[Tolerance, ...] = (
     ),
     Tolerance(
         "adversary_jsd",
-        ("adversary_jsd",),
+        ("adversary_jsd", "jsd_eps_max_median"),
         0.05,
         "JSD (nats, ≤ ln 2)",
         "Stated default: Meister print no spread; the adversaries' JSD sits near the ln 2 ≈ 0.69 bound, "
-        "so 0.05 (7% of the bound) separates 'near the bound' from 'clearly below it'.",
+        "so 0.05 (7% of the bound) separates 'near the bound' from 'clearly below it'. J&W's Fig. 4 median "
+        "(ε-max JSD) gets the same width: its published value is the bound their text says the mass lies "
+        "toward, so the test is the same question, near the bound or clearly below it.",
     ),
 )
 

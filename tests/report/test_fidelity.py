@@ -12,7 +12,7 @@ import pytest
 from gridlab.report.ablations import NO_ABLATION, Ablation
 from gridlab.report.fidelity import NOT_RUN, OUTSIDE, UNDEFINED, WITHIN, fidelity
 from gridlab.report.inputs import ReportInputs
-from gridlab.report.sections.jain_wallace import table2_frame
+from gridlab.report.sections.jain_wallace import figure4_frame, table2_frame
 from gridlab.report.tolerances import TOLERANCES, rule_for, tolerance_for
 
 JW_GRID = {
@@ -200,3 +200,76 @@ def test_the_papers_spread_over_runs_sets_an_accuracy_tolerance():
     assert tolerance_for("accuracy", None)[1] == 2.0
     assert tolerance_for("accuracy", math.nan)[1] == 2.0
     assert tolerance_for("tau_g", 0.5)[1] == 0.07  # J&W's ± is over instances: never used
+
+
+ADVERSARIAL_GRID = {
+    "name": "fidelity-jw-adversarial",
+    "grid": {"dataset": ["sst", "imdb"], "encoder": ["lstm"], "attention": ["additive"], "seed": [0, 1]},
+    "analyses": {"adversarial": {}},
+}
+
+
+def adversarial_rows(seed: int, candidates: bool = True) -> list[dict]:
+    """SST, one seed, 4 instances of k = 2 candidates. At eps 0.01 the eps-max JSDs are 0.50, 0.52, 0.54, 0.56
+    (+ 0.02 in seed 1): median 0.53 / 0.55. At TVD <= 0.05 the second candidate counts too: 0.66 on every
+    instance."""
+    shift = 0.02 * seed
+    records = []
+    for i, jsd in enumerate([0.50 + shift, 0.52 + shift, 0.54 + shift, 0.56 + shift]):
+        record = {
+            "instance_id": i,
+            "length": 8,
+            "label": i % 2,
+            "pred": i % 2,
+            "max_attention": 0.5,
+            "jsd_eps_max": jsd,
+            "tvd_at_jsd": 0.008,
+            "steps_run": 500,
+            "n_within_eps": 1,
+        }
+        if candidates:
+            record |= {"candidate_jsd": [jsd, 0.66], "candidate_tvd": [0.008, 0.04]}
+        records.append(record)
+    return records
+
+
+def adversarial_grid(synthetic_grid, candidates: bool = True):
+    grid = synthetic_grid(ADVERSARIAL_GRID)
+    for cell in grid.cells(dataset="sst"):
+        grid.write_rows("adversarial", cell, adversarial_rows(cell.config.seed, candidates))
+    return grid
+
+
+def test_figure4_row_with_the_plotting_thresholds_number(synthetic_grid):
+    inputs = ReportInputs.load(adversarial_grid(synthetic_grid).expanded)
+    frame = fidelity(inputs, entries=[]).frame
+    figure4 = row(frame, "sst", "jsd_eps_max_median")
+    assert (figure4["paper"], figure4["table"], figure4["model"]) == (
+        "Jain & Wallace (2019)",
+        "Figure 4",
+        "lstm + additive",
+    )
+    assert figure4["published"] == 0.69 and figure4["ours"] == pytest.approx(0.54)  # medians 0.53 and 0.55
+    assert figure4["ours_std"] == pytest.approx(0.02 * math.sqrt(2) / 2) and figure4["n_seeds"] == 2
+    assert (figure4["rule"], figure4["tolerance"]) == ("adversary_jsd", 0.05)
+    assert figure4["difference"] == pytest.approx(-0.15) and figure4["verdict"] == OUTSIDE
+    assert figure4["ablation"] == NO_ABLATION
+    assert "not a printed statistic" in figure4["note"]  # the paper's side: read from the text
+    assert figure4["note"].endswith("at J&W's plotting threshold TVD ≤ 0.05: 0.660")  # ours: the ablation
+    section = figure4_frame(inputs.rows("adversarial")).iloc[0]
+    assert figure4["ours"] == section["jsd_eps_max_median"]
+    # Fig. 4 shows no IMDB panel: no row for it, while SST BiLSTM is the one number the grid aims at
+    assert list(frame.loc[frame["table"] == "Figure 4", "dataset"]) == ["sst"]
+
+
+def test_figure4_row_from_rows_without_candidate_columns(synthetic_grid):
+    frame = fidelity(ReportInputs.load(adversarial_grid(synthetic_grid, candidates=False).expanded), entries=[]).frame
+    figure4 = row(frame, "sst", "jsd_eps_max_median")
+    assert figure4["ours"] == pytest.approx(0.54) and figure4["verdict"] == OUTSIDE
+    assert "TVD ≤ 0.05: not computable (rows lack candidate columns)" in figure4["note"]
+
+
+def test_figure4_not_run_without_rows(synthetic_grid):
+    frame = fidelity(ReportInputs.load(synthetic_grid(ADVERSARIAL_GRID).expanded), entries=[]).frame
+    figure4 = row(frame, "sst", "jsd_eps_max_median")
+    assert figure4["verdict"] == NOT_RUN and figure4["published"] == 0.69

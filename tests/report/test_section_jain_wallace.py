@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from gridlab.report.artifacts import Figure, Table
-from gridlab.report.sections.jain_wallace import SECTION
+from gridlab.report.sections.jain_wallace import SECTION, at_plotting_threshold, jsd_within
 
 T_975_1 = 12.706204736174707  # scipy.stats.t.ppf(0.975, 1)
 
@@ -129,11 +130,82 @@ def test_adversarial_only(fake_inputs):
     ]
     adversarial = rows.assign(jsd_eps_max=[0.6, 0.2, 0.69, 0.1, 0.3, 0.4, 0.68], tvd_at_jsd=0.005)
     output = SECTION.build(fake_inputs({"adversarial": adversarial}))
-    assert [a.id for a in output.artifacts] == ["jw_adversarial", "jw_fig4", "jw_fig5"]
+    assert [a.id for a in output.artifacts] == ["jw_adversarial", "jw_fig4_selection", "jw_fig4", "jw_fig5"]
     table = output.artifacts[0].frame.iloc[0]
     assert table["share_above_0_5"] == pytest.approx((2 / 3 + 1 / 4) / 2)
     assert table["jsd_eps_max_mean"] == pytest.approx(((0.6 + 0.2 + 0.69) / 3 + (0.1 + 0.3 + 0.4 + 0.68) / 4) / 2)
     assert "J&W Table 2 and Fig. 2 need `importance_correlation` rows" in output.missing
+    # rows without candidate columns (written before they existed): the 0.05 rule is empty, never an error
+    selection = output.artifacts[1]
+    assert isinstance(selection, Table)
+    frame = selection.frame.iloc[0]
+    assert frame["jsd_eps_max_median"] == pytest.approx((0.6 + (0.3 + 0.4) / 2) / 2)  # per-seed medians
+    assert math.isnan(frame["jsd_plot_median"]) and math.isnan(frame["jsd_plot_mean"])
+    assert frame["n_with_candidates"] == 0 and frame["paper_jsd_median"] == 0.69
+    assert selection.display.iloc[0]["median, TVD ≤ 0.05"] == "–"
+    assert "predate the `candidate_jsd` / `candidate_tvd` columns" in selection.caption
+
+
+def adversarial_rows() -> pd.DataFrame:
+    """Two seeds of SST BiLSTM, k = 3 candidates per instance, with the eps-max JSD Algorithm 3 gives at
+    eps 0.01 beside every candidate's (JSD, TVD)."""
+    instances = {
+        0: [
+            ([0.30, 0.62, 0.55], [0.005, 0.03, 0.08]),  # eps: 0.30; TVD <= 0.05: 0.62
+            ([0.20, 0.40, 0.60], [0.06, 0.07, 0.20]),  # nothing within either: 0 and 0
+            ([0.10, 0.67, 0.30], [0.001, 0.05, 0.02]),  # eps: 0.10; 0.05 itself is kept: 0.67
+        ],
+        1: [
+            ([0.50, 0.64, 0.20], [0.01, 0.04, 0.001]),  # eps (0.01 itself kept): 0.50; 0.05: 0.64
+            ([0.45, 0.00, 0.69], [0.002, 0.0, 0.051]),  # eps: 0.45; 0.05: 0.45 (0.69 is just outside)
+        ],
+    }
+    records = [
+        {
+            **axes(seed),
+            "instance_id": i,
+            "pred": i % 2,
+            "max_attention": 0.5,
+            "jsd_eps_max": max([j for j, t in zip(jsds, tvds) if t <= 0.01], default=0.0),
+            "tvd_at_jsd": 0.0,
+            "candidate_jsd": np.asarray(jsds),  # as Parquet list cells come back
+            "candidate_tvd": np.asarray(tvds),
+        }
+        for seed, rows in instances.items()
+        for i, (jsds, tvds) in enumerate(rows)
+    ]
+    return pd.DataFrame.from_records(records)
+
+
+def test_plotting_threshold_recomputed_from_candidates(fake_inputs):
+    rows = adversarial_rows()
+    assert list(at_plotting_threshold(rows)) == pytest.approx([0.62, 0.0, 0.67, 0.64, 0.45])
+    # the same recomputation at eps gives back Algorithm 3's column
+    recomputed = [jsd_within(j, t, 0.01) for j, t in zip(rows["candidate_jsd"], rows["candidate_tvd"])]
+    assert recomputed == pytest.approx(list(rows["jsd_eps_max"]))
+    assert math.isnan(jsd_within(None, None, 0.05)) and math.isnan(jsd_within(math.nan, math.nan, 0.05))
+    output = SECTION.build(fake_inputs({"adversarial": rows}))
+    table = next(a for a in output.artifacts if a.id == "jw_fig4_selection")
+    frame = table.frame.iloc[0]
+    # per cell, then across seeds: seed 0 medians 0.10 / 0.62, seed 1 medians 0.475 / 0.545
+    assert frame["jsd_eps_max_median"] == pytest.approx((0.10 + 0.475) / 2)
+    assert frame["jsd_plot_median"] == pytest.approx((0.62 + 0.545) / 2)
+    assert frame["jsd_plot_median_seed_sd"] == pytest.approx(abs(0.62 - 0.545) / math.sqrt(2))
+    assert frame["jsd_eps_max_mean"] == pytest.approx((0.40 / 3 + 0.95 / 2) / 2)
+    assert frame["jsd_plot_mean"] == pytest.approx((1.29 / 3 + 1.09 / 2) / 2)
+    assert (frame["n_seeds"], frame["n_instances"], frame["n_with_candidates"]) == (2, 5, 5)
+    assert "predate" not in table.caption
+    shown = table.display.iloc[0]
+    assert shown["median, TVD ≤ 0.05"] == "0.583 ± 0.053" and shown["J&W Fig. 4"] == "toward 0.69"
+
+
+def test_rows_partly_without_candidates(fake_inputs):
+    rows = adversarial_rows()
+    rows.loc[rows["seed"] == 1, ["candidate_jsd", "candidate_tvd"]] = math.nan  # an older part, concatenated
+    table = next(a for a in SECTION.build(fake_inputs({"adversarial": rows})).artifacts if a.id == "jw_fig4_selection")
+    frame = table.frame.iloc[0]
+    assert frame["jsd_plot_median"] == pytest.approx(0.62) and frame["n_with_candidates"] == 3  # seed 0 only
+    assert "Only 3 of 5 instances carry candidate columns" in table.caption
 
 
 def test_test_performance_beside_table1(fake_inputs):
