@@ -64,6 +64,7 @@ Table keys and their columns (besides `paper`, `table`):
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -233,7 +234,7 @@ def _ss_table2() -> pd.DataFrame:
 
 # Per table: the datasets (paper name, gridlab id or slug), then per model: (model as printed, architecture,
 # attention, base (mean, std) per dataset, uniform (train+infer, infer), random (train+infer, infer), permute).
-_VA_TABLES = {
+_VA_TABLES: dict[str, tuple[str, str, list[tuple[str, str]], list[tuple[Any, ...]]]] = {
     "vashishth_table1": (
         "single",
         "Table 1",
