@@ -5,8 +5,10 @@ ranking first, before the decision flips; and, beyond the paper, the exact minim
     >>> columns = erasure_multi.run(context, forward_once(model, batch))
     >>> columns["removed_gradient"]          # object array (B,): ints, None where the decision never flips
 
-Rankings (S&S §5.2), each a descending order over an instance's T unmasked positions, ties broken by
-position (a stable sort) so rows are deterministic:
+Rankings (S&S §5.2), each a descending order over an instance's T unmasked positions. The three importance
+rankings go by the tie rule of `gridlab.analyses.ranking` (values within 1e-5 of the instance's largest
+|value| of each other tie) and break ties by position, the earlier first, so rows are deterministic and float
+noise, which differs with the batch and the thread count, cannot reorder mathematically equal weights:
 - `attention`: alpha_t.
 - `random`: a permutation drawn from `instance_generator(cell_id, ID, instance_id)`.
 - `gradient`: d d / d alpha_t with d = max_i softmax(logits)_i, taken once on the unmodified instance with h
@@ -40,6 +42,7 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator
+from gridlab.analyses.ranking import tie_ranks
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 ID = "erasure_multi"
@@ -123,18 +126,19 @@ def random_order(cell_id: str, instance_id: int, length: int) -> torch.Tensor:
 
 
 def _ranking_keys(cell_id: str, shared: SharedPass, name: str, gradient: torch.Tensor | None) -> torch.Tensor:
-    """(B, T) keys whose descending stable sort is the ranking; padding gets -inf and sorts last."""
+    """(B, T) keys whose descending stable sort is the ranking: the tie ranks of the importances (ties then
+    keep position order), or the random order's; an importance without a rank (non-finite) gets -1 and
+    sorts after the ranked ones, padding -inf and last."""
     mask = shared.encoded.mask
     if name == "random":
-        keys = _random_keys(cell_id, shared)
-    elif name == "attention":
-        keys = shared.alpha
+        return _random_keys(cell_id, shared).masked_fill(~mask, float("-inf"))
+    if name == "attention":
+        values = shared.alpha
     elif name == "gradient":
-        keys = gradient
+        values = gradient
     else:
-        keys = gradient * shared.alpha
-    # + 0.0 turns -0.0 into 0.0, so a zero weight ties with the other zeros and falls back to position
-    return (keys + 0.0).masked_fill(~mask, float("-inf"))
+        values = gradient * shared.alpha
+    return tie_ranks(values, mask).nan_to_num(-1.0).masked_fill(~mask, float("-inf"))
 
 
 def _random_keys(cell_id: str, shared: SharedPass) -> torch.Tensor:
@@ -255,7 +259,8 @@ def _columns(counts: dict[str, torch.Tensor | None], lengths: torch.Tensor) -> d
 def _reference_order(
     cell_id: str, model: AttentionClassifier, shared: SharedPass, b: int, positions: list[int], name: str
 ) -> list[int]:
-    """Instance b's positions, most important first (Python's sort is stable: ties keep position order)."""
+    """Instance b's positions, most important first: the tie rule on the instance's own scores, then
+    Python's stable sort (ties keep position order)."""
     if name == "random":
         return [positions[i] for i in random_order(cell_id, int(shared.batch.instance_ids[b]), len(positions))]
     weights = shared.alpha[b].tolist()
@@ -277,7 +282,8 @@ def _reference_order(
             (logits * direction).sum().backward()
         gradient = alpha.grad[0].tolist()
         score = gradient if name == "gradient" else [g * a for g, a in zip(gradient, weights)]
-    return sorted(positions, key=lambda p: -score[p])
+    rank = tie_ranks(torch.tensor([score]), shared.encoded.mask[b : b + 1].cpu())[0].nan_to_num(-1.0).tolist()
+    return sorted(positions, key=lambda p: -rank[p])
 
 
 def _reference_decode(model: AttentionClassifier, shared: SharedPass, b: int, alphas: torch.Tensor) -> torch.Tensor:

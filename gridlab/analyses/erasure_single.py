@@ -5,7 +5,9 @@ other weight, renormalise, and compare the outputs (their Fig. 3-4 and the flip 
     >>> columns = erasure_single.run(context, forward_once(model, batch))
     >>> columns["delta_js"]              # (B,) object array: JS(p, q_i*) - JS(p, q_r), None where T = 1
 
-- i* = argmax alpha; tied maxima (uniform attention) resolve to the first position.
+- i* = argmax alpha under the tie rule of `gridlab.analyses.ranking` (weights within 1e-5 of the largest of
+  each other tie): tied maxima (uniform attention, repeated tokens) resolve to the first position, so float
+  noise, which differs with the batch and the thread count, cannot pick another.
 - r is uniform over the T - 1 other unmasked positions (S&S §4.1; their appendix excludes i*), one
   `torch.randint` from `instance_generator(cell_id, "erasure_single", instance_id)`.
 - Erasing sets the weight to 0 and divides the rest by their sum. When nothing is left (a sparse alpha that
@@ -28,6 +30,7 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator, jsd
+from gridlab.analyses.ranking import descending_order, tie_ranks
 
 ID = "erasure_single"
 VERSION = 1
@@ -79,7 +82,7 @@ def _columns(
 def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     mask, alpha = shared.encoded.mask, shared.alpha
     lengths = shared.lengths.tolist()
-    top = alpha.argmax(-1)  # (B,) padding has weight 0, so this is an unmasked position
+    top = descending_order(alpha, mask)[:, 0]  # (B,) the first slot of the highest tie group (an item)
     ranks = mask.long().cumsum(-1) - 1  # (B, T) each position's rank among the unmasked ones
     top_rank = ranks.gather(-1, top.unsqueeze(-1)).squeeze(-1)  # (B,)
     rand_rank = torch.tensor(
@@ -116,7 +119,7 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
         if len(positions) < 2:
             continue
         keep[b] = True
-        top_rank = int(shared.alpha[b, positions].argmax())
+        top_rank = int(tie_ranks(shared.alpha[b : b + 1], mask[b : b + 1])[0, positions].argmax())  # the first
         rand_rank = draw_rand_rank(context.cell_id, instance_id, len(positions), top_rank)
         for column, rank in enumerate((top_rank, rand_rank)):
             position = positions[rank]

@@ -13,16 +13,16 @@ tokens for pair tasks, sentences for HAN): `g_t = |grad_{e_t} y . e_t|` with alp
 
 The columns are float64 in the schema; the arrays `run` returns are object arrays holding None (an Arrow
 null, as every analysis writes a missing value; never NaN) where tau-b is undefined: fewer than 2 items, a
-constant alpha (uniform attention) or a constant importance vector (tau-b's denominator is 0; scipy would
-return NaN with a warning), or a non-finite importance value (uniform or random attention over an empty
-shortened sequence gives 0/0). The g and d pairs are null independently.
+constant alpha (uniform attention) or a constant importance vector (all its values tie under the rule below;
+tau-b's denominator is 0, scipy would return NaN with a warning), or a non-finite importance value (uniform
+or random attention over an empty shortened sequence gives 0/0). The g and d pairs are null independently.
 
-Values are ranked as computed, as in J&W's code: no tolerance merges near-equal importances. Where two items
-are mathematically tied (deleting either copy of a repeated token under the order-free `average`/`noenc`
-encoders) float32 noise orders their d values, and that order can differ with the batch an instance is
-computed in; alpha ties such tokens exactly, so tau_loo moves only through tau-b's tie correction (under
-0.01 on SICK premises). A tolerance was rejected: it would also merge the small, genuinely ordered d values
-of recurrent models and shift tau_loo systematically.
+alpha, g and d are ranked by the tie rule of `gridlab.analyses.ranking` before tau is taken: per instance,
+values within 1e-5 of the instance's largest |value| of each other tie (for d also within 2e-6 of 1 - y, the
+probability mass the TVD is taken from). Mathematically tied items (deleting either copy of a repeated token
+under the order-free `average`/`noenc` encoders) then tie in every computation, where float32 noise would
+otherwise order them differently from one batch composition or thread count to the next. Tau-b and its p-value
+depend on ranks and ties only, so the tie ranks stand in for the values.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from gridlab.analyses.importance import (
     reference_gradient_importance,
     reference_leave_one_out,
 )
+from gridlab.analyses.ranking import tie_ranks, tvd_floor
 
 ID = "importance_correlation"
 VERSION = 1
@@ -58,28 +59,33 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """One backward for the gradients and chunked batched forwards for all deletions; scipy per instance."""
     g = gradient_importance(context.model, shared.batch, shared)
     d = leave_one_out(context.model, shared.batch, shared)
-    return correlation_columns(shared.alpha, shared.encoded.mask, g, d)
+    return correlation_columns(shared.alpha, shared.encoded.mask, g, d, tvd_floor(shared.probs, shared.pred))
 
 
 def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """Algorithm 1 as written: each instance alone, one backward each, one forward per deleted item."""
     g = reference_gradient_importance(context.model, shared)
     d = reference_leave_one_out(context.model, shared)
-    return correlation_columns(shared.alpha, shared.encoded.mask, g, d)
+    return correlation_columns(shared.alpha, shared.encoded.mask, g, d, tvd_floor(shared.probs, shared.pred))
 
 
 def correlation_columns(
-    alpha: torch.Tensor, mask: torch.Tensor, g: torch.Tensor, d: torch.Tensor
+    alpha: torch.Tensor, mask: torch.Tensor, g: torch.Tensor, d: torch.Tensor, d_floor: torch.Tensor
 ) -> dict[str, np.ndarray]:
-    """alpha, g, d (B, T) and mask (B, T) -> the SCHEMA columns, each a (B,) object array of floats and None."""
+    """alpha, g, d (B, T), mask (B, T) and d's tie floor (B,) (`ranking.tvd_floor`) -> the SCHEMA columns,
+    each a (B,) object array of floats and None. The vectors are tie-ranked first (batched), then scipy runs
+    per instance."""
+    weights, gradient = _numpy(tie_ranks(alpha, mask)), _numpy(tie_ranks(g, mask))  # (B, T) each, NaN: no rank
+    loo = _numpy(tie_ranks(d, mask, d_floor))  # (B, T)
     rows = []
-    for weights, present, gradient, loo in zip(_numpy(alpha), mask.cpu().numpy(), _numpy(g), _numpy(d)):
-        rows.append((*kendall(weights[present], gradient[present]), *kendall(weights[present], loo[present])))
+    for a, b, c, present in zip(weights, gradient, loo, mask.cpu().numpy()):
+        rows.append((*kendall(a[present], b[present]), *kendall(a[present], c[present])))
     return {name: np.array([row[i] for row in rows], dtype=object) for i, name in enumerate(SCHEMA.names)}
 
 
 def kendall(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | tuple[None, None]:
-    """(tau-b, two-sided p) of two equally long vectors; (None, None) where tau-b is undefined."""
+    """(tau-b, two-sided p) of two equally long vectors, taken as they are (the analyses pass `tie_ranks`);
+    (None, None) where tau-b is undefined: under 2 items, a NaN or infinite value, or a constant vector."""
     if len(a) < 2 or not (np.isfinite(a).all() and np.isfinite(b).all()) or np.ptp(a) == 0 or np.ptp(b) == 0:
         return None, None
     result = kendalltau(a, b, variant="b")

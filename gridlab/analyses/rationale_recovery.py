@@ -32,6 +32,11 @@ Both are null for R as well when a score of the instance is not finite (as impor
 - `ks`: `params.ks`, the nominal k of each precision entry (the number of items used is min(k, `length`)).
 - `rationale_tokens`: P, the rationale items the metrics are scored against (sentences for HAN).
 
+Scores are ranked by the tie rule of `gridlab.analyses.ranking` before either metric: values within 1e-5 of the
+instance's largest |score| of each other tie (leave-one-out TVDs also within 2e-6 of 1 - y); a tied pair
+counts 1/2 in the AUC and top-k takes the earlier item, so float noise, which differs with the batch and the
+thread count, cannot order mathematically equal scores.
+
 `run` is batched: one stable sort per ranking over the whole batch (descending scores, masked items last)
 gives both the top-k (its first columns; a sort rather than `topk`, whose order among ties is unspecified
 while ties are common: uniform attention, repeated tokens under order-free encoders) and the average
@@ -59,6 +64,7 @@ from gridlab.analyses.importance import (
     reference_gradient_importance,
     reference_leave_one_out,
 )
+from gridlab.analyses.ranking import tie_ranks, tvd_floor
 
 ID = "rationale_recovery"
 VERSION = 1
@@ -100,7 +106,7 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     d = leave_one_out(model, batch, shared) if "leave_one_out" in rankings else None
     columns = {}
     for name, scores in ranking_scores(rankings, shared.alpha, g, d).items():
-        metrics = recovery_metrics(scores, mask, rationale, ks)
+        metrics = recovery_metrics(scores, mask, rationale, ks, _floor(name, shared))
         columns[f"auc_{name}"] = _nullable(metrics.auc.tolist(), metrics.auc_defined.tolist())
         columns[f"precision_at_k_{name}"] = _nullable(metrics.precision.tolist(), metrics.precision_defined.tolist())
     return _columns(columns, ks, rationale.sum(-1))
@@ -114,10 +120,11 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
     d = reference_leave_one_out(context.model, shared) if "leave_one_out" in rankings else None
     columns = {}
     for name, scores in ranking_scores(rankings, shared.alpha, g, d).items():
+        floors = _floor(name, shared).expand(len(mask)).tolist()  # (B,)
         per_instance = [
-            reference_recovery_metrics(row[present], flags[present], ks)
-            for row, flags, present in zip(
-                scores.detach().double().cpu().numpy(), rationale.cpu().numpy(), mask.cpu().numpy()
+            reference_recovery_metrics(row[present], flags[present], ks, floor)
+            for row, flags, present, floor in zip(
+                scores.detach().double().cpu().numpy(), rationale.cpu().numpy(), mask.cpu().numpy(), floors
             )
         ]
         columns[f"auc_{name}"] = [auc for auc, _ in per_instance]
@@ -139,6 +146,13 @@ def ranking_scores(
         "leave_one_out": d,
     }
     return {name: every[name] for name in rankings}
+
+
+def _floor(name: str, shared: SharedPass) -> torch.Tensor:
+    """The tie floor of a ranking's scores (`ranking.tie_ranks`): (B,) for the leave-one-out TVDs, else 0."""
+    if name == "leave_one_out":
+        return tvd_floor(shared.probs, shared.pred)
+    return torch.zeros(1, dtype=torch.float64, device=shared.probs.device)
 
 
 def item_rationale(shared: SharedPass) -> torch.Tensor:
@@ -163,18 +177,24 @@ def item_rationale(shared: SharedPass) -> torch.Tensor:
 
 
 def recovery_metrics(
-    scores: torch.Tensor, mask: torch.Tensor, rationale: torch.Tensor, ks: list[int]
+    scores: torch.Tensor,
+    mask: torch.Tensor,
+    rationale: torch.Tensor,
+    ks: list[int],
+    floor: torch.Tensor | float = 0.0,
 ) -> RecoveryMetrics:
     """AUC and precision@k of scores (B, T) against rationale (B, T) over the items of mask (B, T).
 
-    One stable ascending sort of -scores (masked items +inf, so last) orders every row by descending score,
-    ties by position. Average descending ranks come from where each key falls in its sorted row:
+    The scores are replaced by their `ranking.tie_ranks` s (with `floor`, (B,) or a number). One stable
+    ascending sort of -s (masked items +inf, so last) orders every row by descending score, ties by position.
+    Average descending ranks come from where each key falls in its sorted row:
     r'_t = (#{s > s_t} + #{s >= s_t} + 1) / 2 over the row's items. With ascending ranks r = T + 1 - r',
     AUC = (sum_rationale r - P (P + 1) / 2) / (P (T - P)).
     """
     positive = rationale & mask  # (B, T)
-    finite = (scores.isfinite() | ~mask).all(-1)  # (B,)
-    key = torch.where(mask, -scores.nan_to_num(0.0, 0.0, 0.0), torch.inf)  # (B, T); non-finite rows are nulled
+    ranks = tie_ranks(scores, mask, floor)  # (B, T) NaN for padding and non-finite scores
+    finite = (ranks.isfinite() | ~mask).all(-1)  # (B,)
+    key = torch.where(mask, -ranks.nan_to_num(0.0), torch.inf)  # (B, T); non-finite rows are nulled
     sorted_keys, order = torch.sort(key, dim=-1, stable=True)  # (B, T) each
     above = torch.searchsorted(sorted_keys, key, right=False)  # (B, T) items scoring strictly higher
     at_or_above = torch.searchsorted(sorted_keys, key, right=True)  # (B, T) items scoring higher or equal
@@ -196,18 +216,20 @@ def recovery_metrics(
 
 
 def reference_recovery_metrics(
-    scores: np.ndarray, flags: np.ndarray, ks: list[int]
+    scores: np.ndarray, flags: np.ndarray, ks: list[int], floor: float = 0.0
 ) -> tuple[float | None, list[float] | None]:
-    """(AUC, [precision@k for k in ks]) of one instance's item scores (T,) against its flags (T,) bool."""
+    """(AUC, [precision@k for k in ks]) of one instance's item scores (T,) against its flags (T,) bool, the
+    scores tie-ranked (`ranking.tie_ranks` with `floor`) first."""
     items, p = len(scores), int(flags.sum())
     if p == 0 or not np.isfinite(scores).all():
         return None, None
-    order = sorted(range(items), key=lambda i: -scores[i])  # stable: ties keep position order
+    ranks = tie_ranks(torch.from_numpy(scores)[None], torch.ones(1, items, dtype=torch.bool), floor)[0].numpy()
+    order = sorted(range(items), key=lambda i: -ranks[i])  # stable: ties keep position order
     precision = [sum(bool(flags[i]) for i in order[: min(k, items)]) / min(k, items) for k in ks]
     if p == items:
         return None, precision
-    ranks = rankdata(scores)  # ascending, ties averaged
-    return float((ranks[flags].sum() - p * (p + 1) / 2) / (p * (items - p))), precision
+    ascending = rankdata(ranks)  # ties averaged
+    return float((ascending[flags].sum() - p * (p + 1) / 2) / (p * (items - p))), precision
 
 
 # ---- columns and summary --------------------------------------------------------------------------------

@@ -28,12 +28,13 @@ sum 1 over the items (their Eq. 4–6):
   of a batch decoded in one `decode_many` call. Erasing the only weighted item leaves alpha = 0, the zero
   context.
 
-Columns: the normalised entropies H~(p) = -sum p log p / log n (0 for n = 1) of the five, and Kendall tau-b
-of alpha with gy_x, dy_x, gy_h and dy_h (`importance_correlation.kendall`; normalising does not change
-ranks). Arrays are object arrays of floats and None (an Arrow null; never NaN). Every column is null where
-T < 2 (a single item trivially holds all importance); an entropy is also null where its FI vector sums to 0
-or is not finite (nothing to normalise; `entropy_gh_x` averages over the p whose vector is defined), a tau
-where `kendall` finds tau-b undefined (e.g. uniform attention).
+Columns: the normalised entropies H~(p) = -sum p log p / log n (0 for n = 1) of the five, and Kendall tau-b of
+alpha with gy_x, dy_x, gy_h and dy_h (`importance_correlation.kendall` of the vectors' `ranking.tie_ranks`:
+values within 1e-5 of the instance's largest |value| of each other tie, the TVDs dy_x and dy_h also within
+2e-6 of 1 - y; normalising does not change ranks). Arrays are object arrays of floats and None (an Arrow null;
+never NaN). Every column is null where T < 2 (a single item trivially holds all importance); an entropy is
+also null where its FI vector sums to 0 or is not finite (nothing to normalise; `entropy_gh_x` averages over
+the p whose vector is defined), a tau where `kendall` finds tau-b undefined (e.g. uniform attention).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from gridlab.analyses.importance import (
     tvd_beside,
 )
 from gridlab.analyses.importance_correlation import kendall
+from gridlab.analyses.ranking import tie_ranks, tvd_floor
 from gridlab.data.batching import Batch, collate
 from gridlab.models.classifier import AttentionClassifier
 
@@ -153,20 +155,27 @@ def mean_entropy(importances: np.ndarray) -> float | None:
 
 
 def sparsity_columns(
-    alpha: torch.Tensor, mask: torch.Tensor, measures: dict[str, torch.Tensor], gh_x: torch.Tensor
+    alpha: torch.Tensor,
+    mask: torch.Tensor,
+    measures: dict[str, torch.Tensor],
+    gh_x: torch.Tensor,
+    floor: torch.Tensor,
 ) -> dict[str, np.ndarray]:
-    """alpha, mask (B, T), `measures` {name in MEASURES: (B, T)} and gh_x (B, T, T) -> the SCHEMA columns."""
+    """alpha, mask (B, T), `measures` {name in MEASURES: (B, T)}, gh_x (B, T, T) and the TVDs' tie `floor` (B,)
+    (`ranking.tvd_floor`) -> the SCHEMA columns."""
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
-    weights, present = _numpy(alpha), mask.cpu().numpy()
+    present = mask.cpu().numpy()
     values = {name: _numpy(x) for name, x in measures.items()}
+    floors = {"dy_x": floor, "dy_h": floor}  # the TVDs; gradient norms have no floor
+    ranks = {name: _numpy(tie_ranks(x, mask, floors.get(name, 0.0))) for name, x in measures.items()}  # (B, T)
+    weights = _numpy(tie_ranks(alpha, mask))  # (B, T)
     per_p = _numpy(gh_x)
     for b in range(len(weights)):
         items = present[b]
         defined = items.sum() >= 2
         for name in MEASURES:
-            importance = values[name][b, items]
-            columns[f"entropy_{name}"].append(entropy_of(importance) if defined else None)
-            columns[f"tau_{name}"].append(kendall(weights[b, items], importance)[0] if defined else None)
+            columns[f"entropy_{name}"].append(entropy_of(values[name][b, items]) if defined else None)
+            columns[f"tau_{name}"].append(kendall(weights[b, items], ranks[name][b, items])[0] if defined else None)
         columns["entropy_gh_x"].append(mean_entropy(per_p[b][np.ix_(items, items)]) if defined else None)
     return {name: np.array(column, dtype=object) for name, column in columns.items()}
 
@@ -188,7 +197,7 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
         "dy_h": representation_erasure(model, shared),
     }
     gh_x = representation_input_gradient_norms(model, batch, shared)
-    return sparsity_columns(shared.alpha, shared.encoded.mask, measures, gh_x)
+    return sparsity_columns(shared.alpha, shared.encoded.mask, measures, gh_x, tvd_floor(shared.probs, shared.pred))
 
 
 def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
@@ -208,7 +217,7 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
                 gh_x[b, slots[:, None], slots[None, :]] = values
             else:
                 measures[name][b, slots] = values
-    return sparsity_columns(shared.alpha, mask, measures, gh_x)
+    return sparsity_columns(shared.alpha, mask, measures, gh_x, tvd_floor(shared.probs, shared.pred))
 
 
 def _reference_instance(model: AttentionClassifier, alone: Batch, pred: int) -> dict[str, torch.Tensor]:

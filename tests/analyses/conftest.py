@@ -13,12 +13,15 @@ from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
 
 
-def short_synthetic_rows(root: Path, n_test: int) -> dict:
-    """`n_test` synthetic test rows of lengths 3-14, the first cut to T = 1 and the second to T = 2."""
+def short_synthetic_rows(root: Path, n_test: int, rationale: bool = False) -> dict:
+    """`n_test` synthetic test rows of lengths 3-14, the first cut to T = 1 and the second to T = 2 (with their
+    token rationale flags, cut alike, when `rationale`)."""
     config = DataConfig(synthetic=SyntheticConfig(n_train=20, n_dev=5, n_test=n_test, min_length=3, max_length=14))
     data = load_dataset("synthetic", root, root / "cache", config)
-    rows = data.splits["test"].select(["ids", "label", "instance_id"]).to_pydict()
-    rows["ids"][0], rows["ids"][1] = rows["ids"][0][:1], rows["ids"][1][:2]
+    columns = ["ids", "label", "instance_id", *(["rationale"] if rationale else [])]
+    rows = data.splits["test"].select(columns).to_pydict()
+    for key in {"ids", "rationale"} & set(rows):
+        rows[key][0], rows[key][1] = rows[key][0][:1], rows[key][1][:2]
     return {"data": data, "rows": rows}
 
 
