@@ -52,10 +52,12 @@ at equal steps (`convergence=None` in both) the two agree to float rounding.
 from __future__ import annotations
 
 import copy
+import enum
 import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -116,7 +118,11 @@ def convergence_of(params: AdversarialParams) -> Convergence | None:
     return Convergence(params.stop_window, params.stop_rtol) if params.stop_window else None
 
 
-FROM_PARAMS = object()  # default of `convergence`: the rule the analysis's params give
+class _FromParams(enum.Enum):
+    FROM_PARAMS = enum.auto()
+
+
+FROM_PARAMS = _FromParams.FROM_PARAMS  # default of `convergence`: the rule the analysis's params give
 
 
 def epsilon(params: AdversarialParams, shared: SharedPass) -> float:
@@ -207,19 +213,25 @@ class _AmsGrad:
 
 
 def run(
-    context: AnalysisContext, shared: SharedPass, *, convergence: Convergence | None | object = FROM_PARAMS
+    context: AnalysisContext[AdversarialParams],
+    shared: SharedPass,
+    *,
+    convergence: Convergence | None | _FromParams = FROM_PARAMS,
 ) -> dict[str, np.ndarray]:
     """All instances with T > 1 and their k candidates optimised together; see the module docstring."""
     logits, steps_run = optimise(context, shared, convergence=convergence)
-    return _columns(context.model, shared, logits, epsilon(context.params, shared), steps_run, context.params.k)
+    return _columns(context.classifier, shared, logits, epsilon(context.params, shared), steps_run, context.params.k)
 
 
 def optimise(
-    context: AnalysisContext, shared: SharedPass, *, convergence: Convergence | None | object = FROM_PARAMS
+    context: AnalysisContext[AdversarialParams],
+    shared: SharedPass,
+    *,
+    convergence: Convergence | None | _FromParams = FROM_PARAMS,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The final candidate logits (B, k, T) (`candidates` turns them into attention) and the Adam steps each
     instance received (B,): the optimisation behind `run`, for callers that want the distributions."""
-    params, model = context.params, context.model
+    params, model = context.params, context.classifier
     if convergence is FROM_PARAMS:
         convergence = convergence_of(params)
     eps = epsilon(params, shared)
@@ -235,7 +247,7 @@ def optimise(
             break
         value, grad = eq1(adam.param, value=convergence is not None)  # (A,) or None, (A, k, T)
         adam.ascend(grad)
-        if convergence is None:
+        if convergence is None or value is None:  # value is None exactly when convergence is
             continue
         total += value
         if step % convergence.window:
@@ -418,10 +430,13 @@ def _lists(values: torch.Tensor) -> np.ndarray:
 
 
 def reference(
-    context: AnalysisContext, shared: SharedPass, *, convergence: Convergence | None | object = FROM_PARAMS
+    context: AnalysisContext[AdversarialParams],
+    shared: SharedPass,
+    *,
+    convergence: Convergence | None | _FromParams = FROM_PARAMS,
 ) -> dict[str, np.ndarray]:
     """One instance at a time on its own unpadded positions, with its own `torch.optim.Adam`."""
-    params = context.params
+    params, model = context.params, context.classifier
     if convergence is FROM_PARAMS:
         convergence = convergence_of(params)
     eps = epsilon(params, shared)
@@ -432,7 +447,7 @@ def reference(
             row = (0.0, 0.0, 0, params.k, [0.0] * params.k, [0.0] * params.k)
         else:
             logits, steps_run = _reference_optimise(context, shared, b, instance_id, positions, eps, convergence)
-            jsd_max, tvd_at, n_within, jsds, tvds = _reference_select(context.model, shared, b, positions, logits, eps)
+            jsd_max, tvd_at, n_within, jsds, tvds = _reference_select(model, shared, b, positions, logits, eps)
             row = (jsd_max, tvd_at, steps_run, n_within, jsds, tvds)
         for name, value in zip(SCHEMA.names, row):
             columns[name].append(value)
@@ -445,7 +460,7 @@ def reference(
 
 
 def _reference_optimise(
-    context: AnalysisContext,
+    context: AnalysisContext[AdversarialParams],
     shared: SharedPass,
     b: int,
     instance_id: int,
@@ -454,7 +469,7 @@ def _reference_optimise(
     convergence: Convergence | None,
 ) -> tuple[torch.Tensor, int]:
     """Instance b's final logits (k, T_b) and the number of updates it received."""
-    params = context.params
+    params, model = context.params, context.classifier
     h = shared.encoded.h[b, positions].detach()  # (T_b, m)
     query = None if shared.encoded.query is None else shared.encoded.query[b : b + 1].detach()
     alpha = shared.alpha[b, positions]  # (T_b,)
@@ -464,7 +479,7 @@ def _reference_optimise(
     total, previous = torch.zeros((), dtype=h.dtype), torch.tensor(float("nan"), dtype=h.dtype)
     for step in range(1, params.steps + 1):
         with torch.enable_grad():
-            value = _reference_objective(context.model, h, query, alpha, shared.probs[b], logits, eps, params.lam)
+            value = _reference_objective(model, h, query, alpha, shared.probs[b], logits, eps, params.lam)
             (logits.grad,) = torch.autograd.grad(value, logits)  # not backward: the model keeps no .grad
         optimizer.step()
         total = total + value.detach().cpu()
@@ -495,7 +510,8 @@ def _reference_objective(
     pairs = sum(jsd(alphas[i], alphas[j]) for i, j in itertools.combinations(range(k), 2))
     diversity = pairs / (k * (k - 1)) if k > 1 else 0.0
     penalty = lam / k * sum(torch.clamp(tvd(y, original) - eps, min=0.0) for y in outputs)
-    return away + diversity - penalty
+    # a tensor: k >= 1 (AdversarialParams), so `away` and `penalty` are sums of tensors, never sum()'s empty 0
+    return cast(torch.Tensor, away + diversity - penalty)
 
 
 @torch.no_grad()

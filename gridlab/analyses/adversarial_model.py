@@ -45,12 +45,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import torch
-from torch import nn
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import EPS, forward_once, instance_seed, jsd, tvd
+from gridlab.analyses.registry import AdversarialModelParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
+from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.factory import build_model
 from gridlab.training import loop
 from gridlab.training.loop import hierarchical, make_optimizer
@@ -75,6 +76,8 @@ SCHEMA = pa.schema(
 EVAL_BATCH_SIZE = 128
 FROZEN_NUDGE = 0.01  # relative scale of the seeded noise that moves a frozen adversary off the base model
 
+Context = AnalysisContext[AdversarialModelParams]
+
 
 def masked_kl(p: torch.Tensor, q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """KL(p || q) over the unmasked positions, natural log: (B, T) -> (B,). 0 log 0 = 0; q clamped at 1e-12."""
@@ -95,7 +98,7 @@ def objective(
     return tvd(adv_probs, base_probs) - lam * masked_kl(adv_alpha, base_alpha, mask)
 
 
-def adversary_pass(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def adversary_pass(model: AttentionClassifier, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(probs (B, C), alpha (B, T), mask (B, T)) of a model, with gradients where enabled."""
     encoded = model.encode(batch)
     alpha = model.attend(encoded.h, encoded.mask, encoded.query)
@@ -103,63 +106,73 @@ def adversary_pass(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.
     return torch.softmax(logits, dim=-1), alpha, encoded.mask
 
 
-def batch_objective(adversary: nn.Module, base: nn.Module, batch: Batch, lam: float) -> torch.Tensor:
+def batch_objective(
+    adversary: AttentionClassifier, base: AttentionClassifier, batch: Batch, lam: float
+) -> torch.Tensor:
     """(B,) objective of each instance; the base model's side carries no gradient."""
     reference = forward_once(base, batch)
     probs, alpha, mask = adversary_pass(adversary, batch)
     return objective(probs, reference.probs, alpha, reference.alpha, mask, lam)
 
 
-def initial_adversary(context: AnalysisContext, data: PreparedDataset, variant: str) -> nn.Module:
+def initial_adversary(context: Context, data: PreparedDataset, variant: str) -> AttentionClassifier:
     if variant == "frozen":
-        adversary = copy.deepcopy(context.model)
+        adversary = copy.deepcopy(context.classifier)
         generator = torch.Generator().manual_seed(instance_seed(context.cell_id, f"{ID}/frozen/nudge", 0))
         with torch.no_grad():
             for parameter in adversary.attention.parameters():
                 noise = torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
                 parameter.add_(FROZEN_NUDGE * parameter.std().nan_to_num(1.0) * noise.to(parameter.device))
     else:
-        adversary = build_model(context.config, data, context.initial_embeddings())  # seeded with the cell's seed
+        built = build_model(context.cell_config, data, context.initial_embeddings())  # seeded with the cell's seed
+        if not isinstance(built, AttentionClassifier):  # the registry applies this analysis to classifiers only
+            raise TypeError(f"cell {context.cell_id}: an adversary needs a classifier, not {type(built).__name__}")
+        adversary = built
     return adversary.to(context.device)
 
 
 def train_epoch(
-    adversary: nn.Module, context: AnalysisContext, data: PreparedDataset, optimizer: torch.optim.Optimizer, seed: int
+    adversary: AttentionClassifier,
+    context: Context,
+    data: PreparedDataset,
+    optimizer: torch.optim.Optimizer,
+    seed: int,
 ) -> float:
     """One pass over the training split minimising the mean objective; returns the mean batch loss."""
-    lam = context.params.lam
+    lam, base = context.params.lam, context.classifier
     return loop.train_epoch(
         adversary,
         data.splits["train"],
-        context.config.train,
+        context.cell_config.train,
         optimizer,
         context.device,
         seed,
-        loss_of=lambda model, batch: batch_objective(model, context.model, batch, lam).mean(),
+        loss_of=lambda model, batch: batch_objective(model, base, batch, lam).mean(),
         what="adversary",
     )
 
 
 @torch.no_grad()
-def dev_objective(adversary: nn.Module, context: AnalysisContext, data: PreparedDataset) -> float:
+def dev_objective(adversary: AttentionClassifier, context: Context, data: PreparedDataset) -> float:
     """Mean objective over the dev split (the selection criterion, lower is better)."""
     adversary.eval()
     total, n = 0.0, 0
     for batch in iterate_batches(data.splits["dev"], EVAL_BATCH_SIZE, sentences=hierarchical(adversary)):
-        values = batch_objective(adversary, context.model, batch.to(context.device), context.params.lam)
+        values = batch_objective(adversary, context.classifier, batch.to(context.device), context.params.lam)
         total += values.double().sum().item()
         n += batch.size
     return total / max(n, 1)
 
 
-def fit_adversary(context: AnalysisContext, data: PreparedDataset, variant: str) -> tuple[nn.Module, int, int]:
+def fit_adversary(context: Context, data: PreparedDataset, variant: str) -> tuple[AttentionClassifier, int, int]:
     """Train one variant; returns the adversary with its best dev weights, epochs trained, best epoch."""
     analysis = f"{ID}/{variant}"
     adversary = initial_adversary(context, data, variant)
     torch.manual_seed(instance_seed(context.cell_id, analysis, 0))  # dropout and random attention draws
-    optimizer = make_optimizer(adversary, context.config.train)
+    train = context.cell_config.train
+    optimizer = make_optimizer(adversary, train)
     best, best_epoch, best_state, waited, epoch = float("inf"), 0, None, 0, 0
-    while epoch < context.params.epochs and waited < context.config.train.patience:
+    while epoch < context.params.epochs and waited < train.patience:
         epoch += 1
         train_epoch(adversary, context, data, optimizer, instance_seed(context.cell_id, analysis, epoch))
         value = dev_objective(adversary, context, data)
@@ -174,17 +187,17 @@ def fit_adversary(context: AnalysisContext, data: PreparedDataset, variant: str)
 
 
 @torch.no_grad()
-def compare_on_test(adversary: nn.Module, context: AnalysisContext, data: PreparedDataset) -> dict[str, float | None]:
+def compare_on_test(adversary: AttentionClassifier, context: Context, data: PreparedDataset) -> dict[str, float | None]:
     """Attention JSD, output TVD and accuracies of adversary and base over the test split."""
     jsds, tvds, hits, base_hits = [np.zeros(0)], [np.zeros(0)], 0, 0
     for batch in iterate_batches(data.splits["test"], EVAL_BATCH_SIZE, sentences=hierarchical(adversary)):
         batch = batch.to(context.device)
-        reference = forward_once(context.model, batch)
+        reference = forward_once(context.classifier, batch)
         probs, alpha, _ = adversary_pass(adversary, batch)
         jsds.append(jsd(alpha.double(), reference.alpha.double()).cpu().numpy())  # (B,)
         tvds.append(tvd(probs.double(), reference.probs.double()).cpu().numpy())  # (B,)
-        hits += (probs.argmax(-1) == batch.labels).sum().item()
-        base_hits += (reference.pred == batch.labels).sum().item()
+        hits += int((probs.argmax(-1) == batch.labels).sum())
+        base_hits += int((reference.pred == batch.labels).sum())
     jsd_all, tvd_all = np.concatenate(jsds), np.concatenate(tvds)
     n = len(jsd_all)
     if n == 0:  # an empty test split: nulls, never NaN
@@ -198,12 +211,13 @@ def compare_on_test(adversary: nn.Module, context: AnalysisContext, data: Prepar
     }
 
 
-def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list]:
+def run_model(context: Context, data: PreparedDataset) -> dict[str, list]:
     columns: dict[str, list] = {field.name: [] for field in SCHEMA}
     for variant in context.params.variants:
         adversary, epochs_trained, best_epoch = fit_adversary(context, data, variant)
         scores = compare_on_test(adversary, context, data)
-        delta = None if scores["accuracy"] is None else scores["accuracy"] - scores["base_accuracy"]
+        accuracy, base_accuracy = scores["accuracy"], scores["base_accuracy"]  # both None for an empty test split
+        delta = None if accuracy is None or base_accuracy is None else accuracy - base_accuracy
         row = {
             "variant": variant,
             **scores,

@@ -19,8 +19,10 @@ import torch
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import decode_many, forward_once, instance_generator, instance_seed
 from gridlab.analyses.permutation import permute, unmasked_first
+from gridlab.analyses.registry import AttentionAblationParams
 from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset
+from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.seq2seq import Seq2Seq, bleu, permute_within_mask
 
 ID = "attention_ablation"
@@ -64,14 +66,16 @@ def _replaced(context: AnalysisContext, shared, mode: str) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _classifier_accuracies(context: AnalysisContext, data: PreparedDataset, modes: list[str]) -> dict[str, float]:
+def _classifier_accuracies(
+    context: AnalysisContext, model: AttentionClassifier, data: PreparedDataset, modes: list[str]
+) -> dict[str, float]:
     correct = dict.fromkeys(modes, 0)
     total = 0
-    hierarchical = hasattr(context.model, "word_attention")
+    hierarchical = hasattr(model, "word_attention")
     for batch in iterate_batches(data.splits["test"], BATCH_SIZE, sentences=hierarchical):
-        shared = forward_once(context.model, batch.to(context.device))
+        shared = forward_once(model, batch.to(context.device))
         alphas = torch.stack([_replaced(context, shared, m) for m in modes], dim=1)  # (B, modes, T)
-        predictions = decode_many(context.model, shared, alphas).argmax(-1)  # (B, modes)
+        predictions = decode_many(model, shared, alphas).argmax(-1)  # (B, modes)
         hits = (predictions == shared.batch.labels.unsqueeze(-1)).sum(0).tolist()
         for mode, hit in zip(modes, hits):
             correct[mode] += hit
@@ -79,9 +83,13 @@ def _classifier_accuracies(context: AnalysisContext, data: PreparedDataset, mode
     return {mode: correct[mode] / max(total, 1) for mode in modes}
 
 
-def _translation_bleus(context: AnalysisContext, data: PreparedDataset, modes: list[str]) -> dict[str, float]:
+def _translation_bleus(
+    context: AnalysisContext, model: Seq2Seq, data: PreparedDataset, modes: list[str]
+) -> dict[str, float]:
     """Greedy-decoding BLEU per mode; the draws of random and permuted weights follow seeds of the cell."""
-    model: Seq2Seq = context.model
+    target_vocab = data.target_vocab
+    if target_vocab is None:
+        raise ValueError(f"cell {context.cell_id}: a translation model's dataset needs a target vocabulary")
     scores = {}
     for mode in modes:
         seed = instance_seed(context.cell_id, f"{ID}/{mode}", 0)
@@ -90,18 +98,19 @@ def _translation_bleus(context: AnalysisContext, data: PreparedDataset, modes: l
         model.attention.mode = mode if mode in ("uniform", "random") else "learned"
         model.alpha_override = (lambda a, m: permute_within_mask(a, m, generator)) if mode == "permute" else None
         try:
-            scores[mode] = bleu(model, data.splits["test"], data.target_vocab)
+            scores[mode] = bleu(model, data.splits["test"], target_vocab)
         finally:
             model.attention.mode, model.alpha_override = "learned", None
     return scores
 
 
-def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list]:
+def run_model(context: AnalysisContext[AttentionAblationParams], data: PreparedDataset) -> dict[str, list]:
     modes = ["learned", *context.params.modes]
-    if isinstance(context.model, Seq2Seq):
-        values, metric = _translation_bleus(context, data, modes), "bleu"
+    model = context.model
+    if isinstance(model, Seq2Seq):
+        values, metric = _translation_bleus(context, model, data, modes), "bleu"
     else:
-        values, metric = _classifier_accuracies(context, data, modes), "accuracy"
+        values, metric = _classifier_accuracies(context, model, data, modes), "accuracy"
     instances = data.splits["test"].num_rows
     return {
         "mode": modes,
@@ -118,13 +127,14 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 def reference_accuracy(context: AnalysisContext, data: PreparedDataset, mode: str) -> float:
     """One instance at a time, one decode each: the oracle for the batched accuracies."""
+    model = context.classifier
     correct = total = 0
-    hierarchical = hasattr(context.model, "word_attention")
+    hierarchical = hasattr(model, "word_attention")
     with torch.no_grad():
         for batch in iterate_batches(data.splits["test"], 1, sentences=hierarchical):
-            shared = forward_once(context.model, batch.to(context.device))
+            shared = forward_once(model, batch.to(context.device))
             alpha = _replaced(context, shared, mode)
-            logits = context.model.decode(shared.encoded.h, alpha, shared.encoded.query)
+            logits = model.decode(shared.encoded.h, alpha, shared.encoded.query)
             correct += int(logits.argmax(-1).item() == batch.labels.item())
             total += 1
     return correct / max(total, 1)

@@ -13,20 +13,43 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import torch
 
 from gridlab.analyses.registry import Params
 from gridlab.grid.schema import CellConfig
 from gridlab.models.classifier import AttentionClassifier
+from gridlab.models.seq2seq import Seq2Seq
+
+P = TypeVar("P", bound=Params)
 
 
 @dataclass(frozen=True)
-class AnalysisContext:
+class AnalysisContext(Generic[P]):
+    """What an analysis gets besides the batch. `AnalysisContext[AdversarialParams]` is the context of an
+    analysis whose params are `AdversarialParams` (the runner builds each from the analysis's own class)."""
+
     cell_id: str
-    model: AttentionClassifier  # in eval mode
+    # in eval mode; a translation cell's `Seq2Seq` reaches the analyses that apply to every cell
+    # (attention_ablation), the others are given classifiers only (`registry.ANALYSES[...].applies`)
+    model: AttentionClassifier | Seq2Seq
     device: torch.device
-    params: Params
+    params: P
     config: CellConfig | None = None  # the cell's resolved config: per-model analyses that train need it
     # the cell's starting embedding matrix (pretrained vectors), for analyses that train a fresh model
     initial_embeddings: Callable[[], torch.Tensor | None] = lambda: None
+
+    @property
+    def classifier(self) -> AttentionClassifier:
+        """`model`, for the analyses the registry applies to classifiers only."""
+        if not isinstance(self.model, AttentionClassifier):
+            raise TypeError(f"cell {self.cell_id}: this analysis needs a classifier, not {type(self.model).__name__}")
+        return self.model
+
+    @property
+    def cell_config(self) -> CellConfig:
+        """`config`, for the per-model analyses that train a model (they need the cell's settings)."""
+        if self.config is None:
+            raise ValueError(f"cell {self.cell_id}: this analysis trains a model and needs the cell's config")
+        return self.config

@@ -41,6 +41,7 @@ from torch import nn
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once, instance_seed
+from gridlab.analyses.registry import DiagnosticMlpParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.data.vocab import PAD_ID
@@ -63,6 +64,8 @@ SCHEMA = pa.schema(
 )
 EVAL_BATCH_SIZE = 128
 
+Context = AnalysisContext[DiagnosticMlpParams]
+
 
 class DiagnosticMlp(nn.Module):
     """Embedding -> per-token Linear + ReLU -> alpha-weighted mean over the mask -> Linear."""
@@ -84,22 +87,24 @@ class DiagnosticMlp(nn.Module):
         """(B, T) ids and mask [and imposed (B, T) alpha] -> (B, C) logits; alpha None = own attention."""
         h = self.tokens(ids)
         if alpha is None:
+            if self.attention is None:
+                raise ValueError("an MLP built without its own attention (`learned=False`) needs an imposed alpha")
             alpha = self.attention(h, mask)  # (B, T), 0 off the mask
         context = torch.einsum("bt,bth->bh", alpha.to(h.dtype), h)  # (B, hidden)
         return self.classifier(context)
 
 
-def imposed_alpha(context: AnalysisContext, variant: str, batch: Batch) -> torch.Tensor | None:
+def imposed_alpha(context: Context, variant: str, batch: Batch) -> torch.Tensor | None:
     """(B, T) weights over `batch.mask` for the variant; None for `learned` (the MLP attends itself)."""
     if variant == "uniform":
         return uniform(batch.mask)
     if variant == "base":
-        return forward_once(context.model, batch).alpha  # flat: attention over exactly batch.mask
+        return forward_once(context.classifier, batch).alpha  # flat: attention over exactly batch.mask
     return None
 
 
-def build_mlp(context: AnalysisContext, data: PreparedDataset, variant: str) -> DiagnosticMlp:
-    m = context.config.model
+def build_mlp(context: Context, data: PreparedDataset, variant: str) -> DiagnosticMlp:
+    m = context.cell_config.model
     mlp = DiagnosticMlp(
         len(data.vocab),
         m.embedding_dim,
@@ -111,20 +116,20 @@ def build_mlp(context: AnalysisContext, data: PreparedDataset, variant: str) -> 
     return mlp.to(context.device)
 
 
-def logits_of(mlp: DiagnosticMlp, context: AnalysisContext, variant: str, batch: Batch) -> torch.Tensor:
+def logits_of(mlp: DiagnosticMlp, context: Context, variant: str, batch: Batch) -> torch.Tensor:
     return mlp(batch.ids, batch.mask, imposed_alpha(context, variant, batch))
 
 
 def train_epoch(
     mlp: DiagnosticMlp,
-    context: AnalysisContext,
+    context: Context,
     data: PreparedDataset,
     variant: str,
     optimizer: torch.optim.Optimizer,
     seed: int,
 ) -> float:
     """One pass of cross-entropy training, without gradient clipping (a small model, W&P clip nothing)."""
-    train = context.config.train.model_copy(update={"clip_norm": None})
+    train = context.cell_config.train.model_copy(update={"clip_norm": None})
     return loop.train_epoch(
         mlp,
         data.splits["train"],
@@ -141,7 +146,7 @@ def train_epoch(
 
 @torch.no_grad()
 def predict(
-    mlp: DiagnosticMlp, context: AnalysisContext, data: PreparedDataset, variant: str, split: str
+    mlp: DiagnosticMlp, context: Context, data: PreparedDataset, variant: str, split: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """(labels, predictions) over a split."""
     mlp.eval()
@@ -172,12 +177,12 @@ def f1_macro(labels: np.ndarray, predictions: np.ndarray) -> float:
     return float(np.mean(scores))
 
 
-def fit_mlp(context: AnalysisContext, data: PreparedDataset, variant: str) -> tuple[DiagnosticMlp, float, int]:
+def fit_mlp(context: Context, data: PreparedDataset, variant: str) -> tuple[DiagnosticMlp, float, int]:
     """Train one variant; returns the MLP at its best dev epoch, that dev accuracy and the epoch."""
     analysis = f"{ID}/{variant}"
     torch.manual_seed(instance_seed(context.cell_id, analysis, 0))  # initialisation (and random base attention)
     mlp = build_mlp(context, data, variant)
-    optimizer = torch.optim.Adam(mlp.parameters(), lr=context.config.train.lr)
+    optimizer = torch.optim.Adam(mlp.parameters(), lr=context.cell_config.train.lr)
     best, best_epoch, best_state = -1.0, 0, copy.deepcopy(mlp.state_dict())
     for epoch in range(1, context.params.epochs + 1):
         train_epoch(mlp, context, data, variant, optimizer, instance_seed(context.cell_id, analysis, epoch))
@@ -188,7 +193,7 @@ def fit_mlp(context: AnalysisContext, data: PreparedDataset, variant: str) -> tu
     return mlp.eval(), best, best_epoch
 
 
-def run_model(context: AnalysisContext, data: PreparedDataset) -> dict[str, list]:
+def run_model(context: Context, data: PreparedDataset) -> dict[str, list]:
     columns: dict[str, list] = {field.name: [] for field in SCHEMA}
     for variant in context.params.variants:
         mlp, dev_accuracy, best_epoch = fit_mlp(context, data, variant)

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -43,6 +45,7 @@ import torch
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator
 from gridlab.analyses.ranking import tie_ranks
+from gridlab.analyses.registry import ErasureMultiParams
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 ID = "erasure_multi"
@@ -60,9 +63,9 @@ SCHEMA = pa.schema(
 _BLOCK = 1 << 22
 
 
-def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+def run(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) -> dict[str, np.ndarray]:
     """Batched: one decoder call per ranking (per chunk of instances) and one per subset size (per chunk)."""
-    model, params = context.model, context.params
+    model, params = context.classifier, context.params
     lengths = shared.lengths
     gradient = _decision_gradient(model, shared) if {"gradient", "grad_x_attention"} & set(params.rankings) else None
     counts: dict[str, torch.Tensor | None] = {name: None for name in (*RANKINGS, "exact")}
@@ -73,10 +76,10 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     return _columns(counts, lengths)
 
 
-def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+def reference(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) -> dict[str, np.ndarray]:
     """Per instance: each ranking erased one more item at a time with one decode each (the shape of S&S's
     code), and a brute force over all subsets, one decode per subset size."""
-    model, params = context.model, context.params
+    model, params = context.classifier, context.params
     lengths = shared.lengths
     counts = {name: torch.zeros_like(lengths) for name in (*RANKINGS, "exact")}  # 0 = null
     for b in range(len(lengths)):
@@ -134,6 +137,8 @@ def _ranking_keys(cell_id: str, shared: SharedPass, name: str, gradient: torch.T
         return _random_keys(cell_id, shared).masked_fill(~mask, float("-inf"))
     if name == "attention":
         values = shared.alpha
+    elif gradient is None:
+        raise ValueError(f"the {name} ranking needs the decision gradient")
     elif name == "gradient":
         values = gradient
     else:
@@ -242,7 +247,7 @@ def _restrict(shared: SharedPass, rows: slice | torch.Tensor) -> SharedPass:
     )
 
 
-def _columns(counts: dict[str, torch.Tensor | None], lengths: torch.Tensor) -> dict[str, np.ndarray]:
+def _columns(counts: Mapping[str, torch.Tensor | None], lengths: torch.Tensor) -> dict[str, np.ndarray]:
     """Counts (B,) with 0 meaning null -> `removed_*` / `frac_*` object arrays with None for null."""
     t = lengths.cpu().numpy()
     columns = {}
@@ -280,7 +285,7 @@ def _reference_order(
             direction[others] = -torch.softmax(logits.detach()[others], dim=0)
             direction[pred] = 1.0
             (logits * direction).sum().backward()
-        gradient = alpha.grad[0].tolist()
+        gradient = cast(torch.Tensor, alpha.grad)[0].tolist()  # backward() above filled it
         score = gradient if name == "gradient" else [g * a for g, a in zip(gradient, weights)]
     rank = tie_ranks(torch.tensor([score]), shared.encoded.mask[b : b + 1].cpu())[0].nan_to_num(-1.0).tolist()
     return sorted(positions, key=lambda p: -rank[p])

@@ -57,7 +57,7 @@ def draw_rand_rank(cell_id: str, instance_id: int, length: int, top_rank: int) -
 
 def _nullable(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Object array: `values` as Python scalars where `keep`, None elsewhere."""
-    return np.where(keep, values.astype(object), None)
+    return np.where(keep, values.astype(object), np.array(None, dtype=object))
 
 
 def _columns(
@@ -97,7 +97,7 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     alphas = alpha.unsqueeze(1).repeat(1, 2, 1).scatter_(-1, erased_at.unsqueeze(-1), 0.0)  # (B, 2, T)
     total = alphas.sum(-1, keepdim=True)  # (B, 2, 1)
     alphas = alphas / torch.where(total > 0, total, torch.ones_like(total))  # nothing left: the zero context
-    q = decode_many(context.model, shared, alphas)  # (B, 2, C)
+    q = decode_many(context.classifier, shared, alphas)  # (B, 2, C)
     return _columns(
         js=jsd(shared.probs.unsqueeze(1), q).double().cpu().numpy(),
         weights=alpha.gather(-1, erased_at).double().cpu().numpy(),
@@ -110,6 +110,7 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
 @torch.no_grad()
 def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """S&S §4 per instance: two erasures, two decodes."""
+    model = context.classifier
     h, mask, query = shared.encoded.h, shared.encoded.mask, shared.encoded.query
     b_size = mask.shape[0]
     js, weights, flips, ranks = (np.zeros((b_size, 2)) for _ in range(4))
@@ -127,7 +128,7 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
             erased[position] = 0.0
             if erased.sum() > 0:
                 erased = erased / erased.sum()
-            logits = context.model.decode(h[b : b + 1], erased[None], None if query is None else query[b : b + 1])
+            logits = model.decode(h[b : b + 1], erased[None], None if query is None else query[b : b + 1])
             q = torch.softmax(logits, -1)[0]
             js[b, column] = float(jsd(shared.probs[b], q))
             weights[b, column] = float(shared.alpha[b, position])

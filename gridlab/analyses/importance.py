@@ -56,6 +56,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -154,6 +155,10 @@ class _LstmBackward:
     @torch.no_grad()
     def of(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> _LstmBackward:
         rnn = _bilstm(model)
+        if rnn is None:
+            raise ValueError(
+                "the written-out backward needs a flat/pair model with a BiLSTM premise encoder (`_bilstm`)"
+            )
         embedded = model.embed(batch)  # (B, Tw, d); dropout is inactive (`_bilstm`)
         b, tw, d = embedded.shape
         slots = torch.arange(tw, device=embedded.device)
@@ -327,14 +332,10 @@ def deleted_batch(batch: Batch, rows: torch.Tensor, index: torch.Tensor) -> Batc
     the sentences shift; its flat `ids`/`mask`/`lengths` are the originals' (HierarchicalClassifier reads
     only `sentences`)."""
     take = rows[:, None], index  # advanced indexing: (n, width) without materialising the (n, T) rows first
-    query = {}
-    if batch.query_ids is not None:
-        query = {
-            "query_ids": batch.query_ids[rows],
-            "query_mask": batch.query_mask[rows],
-            "query_lengths": batch.query_lengths[rows],
-        }
-    common = dict(labels=batch.labels[rows], instance_ids=batch.instance_ids[rows], **query)
+    query_ids, query_mask, query_lengths = (
+        None if value is None else value[rows] for value in (batch.query_ids, batch.query_mask, batch.query_lengths)
+    )  # collate sets all three or none
+    sentences = None
     if batch.sentences is not None:
         s = batch.sentences
         sentences = Sentences(
@@ -342,14 +343,20 @@ def deleted_batch(batch: Batch, rows: torch.Tensor, index: torch.Tensor) -> Batc
             with_pad_slot(s.mask, False)[take],
             with_pad_slot(s.doc_mask, False)[take],
         )  # (n, width, W), (n, width, W), (n, width)
-        return Batch(
-            ids=batch.ids[rows], mask=batch.mask[rows], lengths=batch.lengths[rows], sentences=sentences, **common
-        )
+        ids, mask, lengths = batch.ids[rows], batch.mask[rows], batch.lengths[rows]
+    else:
+        ids, mask = with_pad_slot(batch.ids, PAD_ID)[take], with_pad_slot(batch.mask, False)[take]
+        lengths = batch.lengths[rows] - 1
     return Batch(
-        ids=with_pad_slot(batch.ids, PAD_ID)[take],
-        mask=with_pad_slot(batch.mask, False)[take],
-        lengths=batch.lengths[rows] - 1,
-        **common,
+        ids=ids,
+        mask=mask,
+        lengths=lengths,
+        labels=batch.labels[rows],
+        instance_ids=batch.instance_ids[rows],
+        query_ids=query_ids,
+        query_mask=query_mask,
+        query_lengths=query_lengths,
+        sentences=sentences,
     )
 
 
@@ -386,8 +393,13 @@ def _is_local(model: AttentionClassifier) -> bool:
         and conv.stride == (1,)
         and conv.dilation == (1,)
         and conv.groups == 1
-        for conv in encoder.convs
+        for conv in _convs(encoder)
     )
+
+
+def _convs(encoder: Convolutional) -> list[nn.Conv1d]:
+    """The encoder's kernels, typed: iterating an `nn.ModuleList` gives plain modules."""
+    return [cast(nn.Conv1d, conv) for conv in encoder.convs]  # `Convolutional` builds nn.Conv1d only
 
 
 def _local_probs(
@@ -473,11 +485,12 @@ def _windows(model: AttentionClassifier, ids: torch.Tensor):
     if not isinstance(encoder, Convolutional):
         return
     b, tw = ids.shape
-    radius = max(conv.kernel_size[0] // 2 for conv in encoder.convs)
+    convs = _convs(encoder)
+    radius = max(conv.kernel_size[0] // 2 for conv in convs)
     pad = radius + 1
     x = model.dropout(model.embedding(ids)) * (ids != PAD_ID).unsqueeze(-1)  # (b, T, d), as the CNN sees it
     partial = []
-    for conv in encoder.convs:
+    for conv in convs:
         k, q = conv.kernel_size[0], conv.kernel_size[0] // 2
         taps = torch.nn.functional.pad(_taps(x, conv.weight), (0, 0, 0, 0, q + pad, q + pad))  # (b, T'', k, F)
         n, length, _, f = taps.shape
@@ -547,7 +560,7 @@ class _RecurrentStates:
         if model.training and model.dropout.p > 0:  # each deletion would draw its own dropout
             return None
         rnn = model.encoder.rnn
-        if rnn.num_layers != 1 or not rnn.bidirectional or getattr(rnn, "proj_size", 0):
+        if rnn.num_layers != 1 or not rnn.bidirectional or rnn.proj_size:
             return None
         x = model.dropout(model.embed(batch))  # (B, Tw, d)
         h = shared.encoded.h  # (B, Tw, 2H) forward | backward
@@ -573,7 +586,8 @@ def _direction(rnn: nn.RNNBase, suffix: str, x: torch.Tensor, h: torch.Tensor) -
     b_ih, b_hh = getattr(rnn, f"bias_ih_l0{suffix}", None), getattr(rnn, f"bias_hh_l0{suffix}", None)
     b, width, hidden = h.shape
     lstm = isinstance(rnn, nn.LSTM)
-    if lstm:
+    bias: torch.Tensor | None
+    if isinstance(rnn, nn.LSTM):
         w_ih, w_hh, bias = _lstm_weights(rnn, suffix)
         step = _lstm_step(w_hh.t().contiguous(), hidden)
     else:
@@ -797,7 +811,7 @@ def instance_rows(batch: Batch, b: int) -> dict[str, list]:
         rows["sentence_starts"] = [_starts([len(sentence) for sentence in sentences])]
     else:
         rows["ids"] = [batch.ids[b, 1 : int(batch.lengths[b]) - 1].tolist()]
-    if batch.query_ids is not None:
+    if batch.query_ids is not None and batch.query_lengths is not None:  # collate sets both or neither
         rows["query_ids"] = [batch.query_ids[b, 1 : int(batch.query_lengths[b]) - 1].tolist()]
     return rows
 

@@ -57,15 +57,17 @@ SCHEMA = pa.schema(
 
 def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """One backward for the gradients and chunked batched forwards for all deletions; scipy per instance."""
-    g = gradient_importance(context.model, shared.batch, shared)
-    d = leave_one_out(context.model, shared.batch, shared)
+    model = context.classifier
+    g = gradient_importance(model, shared.batch, shared)
+    d = leave_one_out(model, shared.batch, shared)
     return correlation_columns(shared.alpha, shared.encoded.mask, g, d, tvd_floor(shared.probs, shared.pred))
 
 
 def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """Algorithm 1 as written: each instance alone, one backward each, one forward per deleted item."""
-    g = reference_gradient_importance(context.model, shared)
-    d = reference_leave_one_out(context.model, shared)
+    model = context.classifier
+    g = reference_gradient_importance(model, shared)
+    d = reference_leave_one_out(model, shared)
     return correlation_columns(shared.alpha, shared.encoded.mask, g, d, tvd_floor(shared.probs, shared.pred))
 
 

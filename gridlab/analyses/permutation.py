@@ -24,6 +24,7 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator, tvd
+from gridlab.analyses.registry import PermutationParams
 
 ID = "permutation"
 VERSION = 1
@@ -80,8 +81,9 @@ def permuted_alphas(shared: SharedPass, cell_id: str, n: int) -> torch.Tensor:
     return permute(shared.alpha, shared.encoded.mask, batch_noise(shared, cell_id, n))
 
 
-def permutation_tvds(context: AnalysisContext, shared: SharedPass) -> torch.Tensor:
+def permutation_tvds(context: AnalysisContext[PermutationParams], shared: SharedPass) -> torch.Tensor:
     """(B, n) float64: TVD between the output under each permuted alpha and the original output."""
+    model = context.classifier
     noise = batch_noise(shared, context.cell_id, context.params.n)  # (B, n, T)
     b, n, t = noise.shape
     step = max(1, CHUNK_ELEMENTS // (b * (t + shared.encoded.h.shape[-1])))
@@ -89,7 +91,7 @@ def permutation_tvds(context: AnalysisContext, shared: SharedPass) -> torch.Tens
     chunks = []
     for start in range(0, n, step):
         alphas = permute(shared.alpha, shared.encoded.mask, noise[:, start : start + step])  # (B, k, T)
-        chunks.append(tvd(decode_many(context.model, shared, alphas), original))  # (B, k)
+        chunks.append(tvd(decode_many(model, shared, alphas), original))  # (B, k)
     return torch.cat(chunks, dim=1).double()  # (B, n)
 
 
@@ -103,13 +105,14 @@ def _columns(tvds: torch.Tensor) -> dict[str, np.ndarray]:
 
 
 @torch.no_grad()
-def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+def run(context: AnalysisContext[PermutationParams], shared: SharedPass) -> dict[str, np.ndarray]:
     return _columns(permutation_tvds(context, shared))
 
 
 @torch.no_grad()
-def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+def reference(context: AnalysisContext[PermutationParams], shared: SharedPass) -> dict[str, np.ndarray]:
     """Algorithm 2 as written: per instance, per permutation, one decode."""
+    model = context.classifier
     h, mask, query = shared.encoded.h, shared.encoded.mask, shared.encoded.query
     n = context.params.n
     rows = []
@@ -121,7 +124,7 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
         for order in orders:
             permuted = torch.zeros_like(shared.alpha[b])
             permuted[unmasked] = weights[order.to(weights.device)]
-            logits = context.model.decode(h[b : b + 1], permuted[None], None if query is None else query[b : b + 1])
+            logits = model.decode(h[b : b + 1], permuted[None], None if query is None else query[b : b + 1])
             distances.append(float(tvd(torch.softmax(logits, -1)[0], shared.probs[b])))
         rows.append(distances)
     tvds = np.asarray(rows, dtype=np.float64)  # (B, n)

@@ -1,6 +1,7 @@
 """The one tie rule every analysis applies before it ranks importances: Kendall tau (`importance_correlation`,
 `sparsity_importance`), the erasure order (`erasure_multi`), the top weight (`erasure_single`) and the top-k
-and AUC of `rationale_recovery`, in the batched `run` and the per-instance `reference` alike.
+and AUC of `rationale_recovery`, in the batched `run` and the per-instance `reference` alike; also the
+highlighted top tokens of the human evaluation sheet (`gridlab.annotate.export`).
 
     >>> values = torch.tensor([[0.3, 0.1, 0.3 + 1e-9, 9.0]])   # the last slot is padding
     >>> mask = torch.tensor([[True, True, True, False]])

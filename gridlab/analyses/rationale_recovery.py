@@ -48,6 +48,7 @@ the importances one instance at a time (`importance.reference_*`) and the metric
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +66,7 @@ from gridlab.analyses.importance import (
     reference_leave_one_out,
 )
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
+from gridlab.analyses.registry import RationaleRecoveryParams
 
 ID = "rationale_recovery"
 VERSION = 1
@@ -97,14 +99,14 @@ class RecoveryMetrics:
     precision_defined: torch.Tensor  # (B,) bool
 
 
-def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+def run(context: AnalysisContext[RationaleRecoveryParams], shared: SharedPass) -> dict[str, np.ndarray]:
     """One backward (gradient), chunked batched deletions (leave-one-out), one sort per ranking."""
     rankings, ks = context.params.rankings, list(context.params.ks)
     mask, rationale = shared.encoded.mask, item_rationale(shared)  # (B, T) each; raises before any work
-    model, batch = context.model, shared.batch
+    model, batch = context.classifier, shared.batch
     g = gradient_importance(model, batch, shared) if _NEEDS_GRADIENT & set(rankings) else None
     d = leave_one_out(model, batch, shared) if "leave_one_out" in rankings else None
-    columns = {}
+    columns: dict[str, list] = {}
     for name, scores in ranking_scores(rankings, shared.alpha, g, d).items():
         metrics = recovery_metrics(scores, mask, rationale, ks, _floor(name, shared))
         columns[f"auc_{name}"] = _nullable(metrics.auc.tolist(), metrics.auc_defined.tolist())
@@ -112,13 +114,14 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     return _columns(columns, ks, rationale.sum(-1))
 
 
-def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
+def reference(context: AnalysisContext[RationaleRecoveryParams], shared: SharedPass) -> dict[str, np.ndarray]:
     """The importances one instance at a time, then the metrics per instance in numpy / plain Python."""
     rankings, ks = context.params.rankings, list(context.params.ks)
     mask, rationale = shared.encoded.mask, item_rationale(shared)  # (B, T) each
-    g = reference_gradient_importance(context.model, shared) if _NEEDS_GRADIENT & set(rankings) else None
-    d = reference_leave_one_out(context.model, shared) if "leave_one_out" in rankings else None
-    columns = {}
+    model = context.classifier
+    g = reference_gradient_importance(model, shared) if _NEEDS_GRADIENT & set(rankings) else None
+    d = reference_leave_one_out(model, shared) if "leave_one_out" in rankings else None
+    columns: dict[str, list] = {}
     for name, scores in ranking_scores(rankings, shared.alpha, g, d).items():
         floors = _floor(name, shared).expand(len(mask)).tolist()  # (B,)
         per_instance = [
@@ -136,16 +139,23 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
 
 
 def ranking_scores(
-    rankings: list[str], alpha: torch.Tensor, g: torch.Tensor | None, d: torch.Tensor | None
+    rankings: Sequence[str], alpha: torch.Tensor, g: torch.Tensor | None, d: torch.Tensor | None
 ) -> dict[str, torch.Tensor]:
-    """The (B, T) scores of each requested ranking, higher = more important: alpha, g, g * alpha, d."""
+    """The (B, T) scores of each requested ranking, higher = more important: alpha, g, g * alpha, d (g and d
+    must be given when a ranking needs them)."""
     every = {
         "attention": alpha,
         "gradient": g,
         "grad_x_attention": None if g is None else g * alpha,
         "leave_one_out": d,
     }
-    return {name: every[name] for name in rankings}
+    scores = {}
+    for name in rankings:
+        values = every[name]
+        if values is None:
+            raise ValueError(f"the {name} ranking needs importances that were not computed")
+        scores[name] = values
+    return scores
 
 
 def _floor(name: str, shared: SharedPass) -> torch.Tensor:

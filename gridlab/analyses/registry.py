@@ -18,6 +18,9 @@ from gridlab.data.catalog import DATASETS
 
 Ranking = Literal["attention", "random", "gradient", "grad_x_attention"]
 RecoveryRanking = Literal["attention", "gradient", "grad_x_attention", "leave_one_out"]
+AblationMode = Literal["uniform", "random", "permute"]
+AdversaryVariant = Literal["frozen", "unfrozen"]
+MlpVariant = Literal["uniform", "learned", "base"]
 Scope = Literal["instance", "model", "grid"]
 
 
@@ -55,34 +58,42 @@ class AdversarialParams(Params):
     stop_rtol: float = Field(1e-3, gt=0, description="an instance stops when its window mean moves by <= stop_rtol")
 
 
+_RANKINGS: tuple[Ranking, ...] = ("attention", "random", "gradient", "grad_x_attention")
+
+
 class ErasureMultiParams(Params):
-    rankings: list[Ranking] = Field(
-        default_factory=lambda: ["attention", "random", "gradient", "grad_x_attention"], min_length=1
-    )
+    rankings: list[Ranking] = Field(default_factory=lambda: list(_RANKINGS), min_length=1)
     exact_max_len: int = Field(14, ge=0, description="exact minimal flipping set up to this length; 0 disables")
 
     _rankings_unique = field_validator("rankings")(_unique)
 
 
+_ABLATION_MODES: tuple[AblationMode, ...] = ("uniform", "random", "permute")
+
+
 class AttentionAblationParams(Params):
-    modes: list[Literal["uniform", "random", "permute"]] = Field(
-        default_factory=lambda: ["uniform", "random", "permute"], min_length=1
-    )
+    modes: list[AblationMode] = Field(default_factory=lambda: list(_ABLATION_MODES), min_length=1)
 
     _modes_unique = field_validator("modes")(_unique)
 
 
+_ADVERSARY_VARIANTS: tuple[AdversaryVariant, ...] = ("frozen", "unfrozen")
+
+
 class AdversarialModelParams(Params):
-    variants: list[Literal["frozen", "unfrozen"]] = Field(default_factory=lambda: ["frozen", "unfrozen"], min_length=1)
+    variants: list[AdversaryVariant] = Field(default_factory=lambda: list(_ADVERSARY_VARIANTS), min_length=1)
     lam: float = Field(1.0, ge=0, description="weight of the attention KL term (W&P)")
     epochs: int = Field(8, ge=1)
 
     _variants_unique = field_validator("variants")(_unique)
 
 
+_MLP_VARIANTS: tuple[MlpVariant, ...] = ("uniform", "learned", "base")
+
+
 class DiagnosticMlpParams(Params):
-    variants: list[Literal["uniform", "learned", "base"]] = Field(
-        default_factory=lambda: ["uniform", "learned", "base"],
+    variants: list[MlpVariant] = Field(
+        default_factory=lambda: list(_MLP_VARIANTS),
         min_length=1,
         description="how the MLP weighs its tokens: uniformly, by its own trained attention, by the model's frozen one",
     )
@@ -92,10 +103,11 @@ class DiagnosticMlpParams(Params):
     _variants_unique = field_validator("variants")(_unique)
 
 
+_RECOVERY_RANKINGS: tuple[RecoveryRanking, ...] = ("attention", "gradient", "grad_x_attention", "leave_one_out")
+
+
 class RationaleRecoveryParams(Params):
-    rankings: list[RecoveryRanking] = Field(
-        default_factory=lambda: ["attention", "gradient", "grad_x_attention", "leave_one_out"], min_length=1
-    )
+    rankings: list[RecoveryRanking] = Field(default_factory=lambda: list(_RECOVERY_RANKINGS), min_length=1)
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5], min_length=1)
 
     _unique_lists = field_validator("rankings", "ks")(_unique)

@@ -189,7 +189,7 @@ def _numpy(x: torch.Tensor) -> np.ndarray:
 
 def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """Two backwards for g_y, T for g_h, chunked batched deletions for D_y(x), one decode for D_y(h)."""
-    model, batch = context.model, shared.batch
+    model, batch = context.classifier, shared.batch
     measures = {
         "gy_x": input_gradient_norms(model, batch, shared),
         "dy_x": leave_one_out(model, batch, shared),
@@ -203,7 +203,7 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
 def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """The same measures one instance at a time (rebuilt with `collate`), by plain autograd through the
     softmax, one backward per p, one decode per erased representation."""
-    model, mask = context.model, shared.encoded.mask
+    model, mask = context.classifier, shared.encoded.mask
     b_size, t = mask.shape
     measures = {name: torch.zeros(b_size, t, dtype=torch.float64) for name in ("gy_x", "gy_h", "dy_h")}
     measures["dy_x"] = reference_leave_one_out(model, shared).double()

@@ -18,8 +18,10 @@ An item shows the instance's tokens with its TOP_K highest-weighted tokens in [[
 tokens in rank order, and the prediction as the dataset's label name. The items of every cell are shuffled
 together with a fixed seed and numbered in that order, so neither an id nor a row tells the condition;
 `key.parquet` (never handed out) maps item ids to cell, instance, condition, top token positions (indices
-into the instance's `tokens`), gold label and prediction. Ties in attention go to the earlier token (a
-stable sort), so the top tokens are reproducible.
+into the instance's `tokens`), gold label and prediction. The top tokens follow the project's one tie rule
+(`gridlab.analyses.ranking.descending_order`): weights within 1e-5 of the instance's largest weight of each
+other tie and go to the earlier token, so float noise cannot reorder equal weights and the top tokens are
+reproducible.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import pyarrow.compute as pc
 import torch
 
 from gridlab.analyses.common import SharedPass, forward_once, instance_generator
+from gridlab.analyses.ranking import descending_order
 from gridlab.annotate.files import INSTRUCTIONS, ITEMS, KEY, write_text
 from gridlab.checkpoints import ModelStore
 from gridlab.data.batching import iterate_batches
@@ -233,9 +236,12 @@ def permuted_alpha(shared: SharedPass, cell_id: str) -> torch.Tensor:
 
 
 def top_positions(weights: np.ndarray, k: int = TOP_K) -> list[int]:
-    """Indices of the k largest weights, largest first; ties go to the earlier token. A token with weight 0
-    (sparse projections) is never highlighted, so such an item may show fewer than k."""
-    return [int(i) for i in np.argsort(-weights, kind="stable")[:k] if weights[i] > 0]
+    """Indices of the k largest weights (T_b,), largest first, by the tie rule of `ranking.descending_order`
+    (tied weights go to the earlier token). A token with weight 0 (sparse projections) is never highlighted,
+    so such an item may show fewer than k."""
+    values = torch.as_tensor(weights)[None]  # (1, T_b): every slot is a token
+    order = descending_order(values, torch.ones(values.shape, dtype=torch.bool))[0].tolist()
+    return [int(i) for i in order if weights[i] > 0][:k]
 
 
 def highlight(tokens: Sequence[str], top: Sequence[int]) -> str:

@@ -53,7 +53,10 @@ class AttentionClassifier(nn.Module, ABC):
     """The shared attend/decode/forward; subclasses define `embed`, `encode` and `output`."""
 
     embedding: nn.Embedding
+    encoder: Encoder  # under the final attention layer (the sentence encoder of HAN models)
     attention: Attention
+    dropout: nn.Dropout
+    classifier: nn.Linear
 
     def embed(self, batch: Batch) -> torch.Tensor:
         return self.embedding(batch.ids)  # (B, T, d)

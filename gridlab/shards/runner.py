@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import cast
 
 import numpy as np
 import torch
@@ -58,13 +57,10 @@ class ShardRunner:
         if not todo:
             return []
         cell = self.load(job.cell_id)
-        # AnalysisContext.model is annotated AttentionClassifier, yet a translation cell's Seq2Seq reaches the
-        # model-level analyses through it too (attention_ablation tells them apart with isinstance)
-        context_model = cast(AttentionClassifier, cell.model)
         contexts = {
             a: AnalysisContext(
                 job.cell_id,
-                context_model,
+                cell.model,
                 self.device,
                 ANALYSES[a].params.model_validate(job.analyses[a]),
                 cell.config,

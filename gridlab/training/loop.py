@@ -18,6 +18,7 @@ import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -99,14 +100,17 @@ def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimize
     return torch.optim.Adam(groups, lr=train.lr, amsgrad=train.amsgrad)
 
 
+M = TypeVar("M", bound=nn.Module)
+
+
 def train_epoch(
-    model: nn.Module,
+    model: M,
     table: pa.Table,
     train: TrainConfig,
     optimizer: torch.optim.Optimizer,
     device: torch.device,
     epoch_seed: int,
-    loss_of: Callable[[nn.Module, Batch], torch.Tensor] = batch_loss,
+    loss_of: Callable[[M, Batch], torch.Tensor] = batch_loss,
     what: str = "training",
 ) -> float:
     """One pass in shuffled (or length-bucketed, `train.batching`) batches drawn from `epoch_seed`,
