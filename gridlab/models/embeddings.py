@@ -24,8 +24,6 @@ from gridlab.grid.schema import CellConfig
 
 WORD2VEC = "word2vec"
 
-__all__ = ["WORD2VEC", "EmbeddingsError", "initial_embeddings", "embedding_matrix"]
-
 
 def initial_embeddings(
     config: CellConfig, data: PreparedDataset, data_dir: Path, cache_dir: Path
