@@ -44,6 +44,14 @@ class FakeInputs:
         return SimpleNamespace(analyses=self.analyses, file="grid.yaml", cells=[])
 
 
+@pytest.fixture(autouse=True)
+def no_shipped_ablations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped ablations.yaml names real SST runs; report tests build synthetic rows for the same cells,
+    so they see no entries unless a test passes its own."""
+    for module in ("gridlab.report.fidelity", "gridlab.report.fidelity_doc"):
+        monkeypatch.setattr(f"{module}.load_ablations", lambda: [])
+
+
 @pytest.fixture
 def fake_inputs() -> type[FakeInputs]:
     return FakeInputs
