@@ -50,9 +50,18 @@ def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
 
 
 def write_summary(grid: ExpandedGrid) -> pd.DataFrame:
+    """Rewrites the rows of the grid's cells; rows of cells outside it (a launch restricted with --where
+    shares the results folder with the whole grid) are kept as they are. Returns the grid's own rows."""
     frame = summarize_grid(grid)
-    if not frame.empty:
-        write_part(summary_path(grid.results_dir), pa.Table.from_pandas(frame, preserve_index=False))
+    if frame.empty:
+        return frame
+    path = summary_path(grid.results_dir)
+    merged = frame
+    if path.is_file():
+        previous = pd.read_parquet(path)
+        others = previous[~previous["cell_id"].isin({c.id for c in grid.cells})]
+        merged = pd.concat([others, frame], ignore_index=True).sort_values("cell_id", kind="stable")
+    write_part(path, pa.Table.from_pandas(merged, preserve_index=False))
     return frame
 
 
