@@ -9,6 +9,7 @@ import json
 import shutil
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -145,13 +146,19 @@ def mirror(tmp_path: Path, data_dir: Path) -> Iterator[tuple[str, Path]]:
     served = tmp_path / "mirror"
     shutil.copytree(data_dir / "sst", served / "sst")
     shutil.copytree(data_dir / "sick", served / "sick")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    with serving(served) as url:
+        yield url, served
+
+
+@contextmanager
+def serving(folder: Path) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 (a free port) for `folder`, stopped on exit; yields its base URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", served
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
@@ -202,15 +209,8 @@ def vectors_mirror(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     rows = [f"{word} " + " ".join(["0.5"] * 300) for word in ("good", "film")]
     (served / "vectors" / "wiki.simple.vec").write_text("2 300\n" + "\n".join(rows) + "\n")
     (served / "vectors" / "glove.6B.zip").write_bytes(b"not the 862182613-byte release")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", served
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(served) as url:
+        yield url, served
 
 
 def test_fetch_vectors_from_a_mirror_then_a_grid_uses_them(in_tmp: Path, vectors_mirror: tuple[str, Path]):
