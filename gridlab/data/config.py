@@ -27,6 +27,13 @@ class DataConfig(BaseModel):
     dev_fraction: float | None = Field(
         0.1, gt=0, lt=1, description="share of train carved as dev when none is official"
     )
+    test_fraction: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="pool every official split and carve this share as test, then dev_fraction of the rest as "
+        "dev (J&W's 20News: 0.2 and 0.2); null keeps the official splits",
+    )
     split_seed: int = Field(0, ge=0, description="seed of every carved or derived split")
     babi_size: Literal["10k", "1k"] | None = Field(None, description="bAbI training-set size (default 10k)")
     synthetic: SyntheticConfig | None = Field(None, description="parameters of the synthetic task")
@@ -41,7 +48,7 @@ class DataConfig(BaseModel):
                 "min_count": self.min_count or defaults.min_count,
                 "min_length": self.min_length or defaults.min_length,
                 "max_length": self.max_length or defaults.max_length,
-                "dev_fraction": self.dev_fraction if "dev" not in spec.official_splits else None,
+                "dev_fraction": self.dev_fraction if self.test_fraction or "dev" not in spec.official_splits else None,
                 "babi_size": (self.babi_size or "10k") if is_babi else None,
                 "synthetic": (self.synthetic or SyntheticConfig()) if spec.id == "synthetic" else None,
             }

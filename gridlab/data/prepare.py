@@ -109,22 +109,32 @@ def _build(spec: DatasetSpec, presence: Presence, config: DataConfig) -> _Built:
 
 
 def _raw_splits(spec: DatasetSpec, presence: Presence, config: DataConfig) -> dict[str, list[RawExample]]:
-    """Official splits as read; dev carved from train when the release has none; all three derived
-    from the pooled rows when the copy is partial and the grid allows it."""
+    """Official splits as read; dev carved from train when the release has none; all three carved anew from
+    the pooled rows when the grid sets `test_fraction`, or when the copy is partial and the grid allows it."""
     reader = spec.reader_for(config)
     folder = presence.folder
     keep = spec.keep or (lambda _: True)
     official = {s: [e for e in reader.read(folder, s) if keep(e)] for s in presence.present_splits}
     rng = np.random.default_rng(config.split_seed)
-    if presence.derived:
+    if config.test_fraction or presence.derived:
         pooled = [e for s in spec.official_splits if s in official for e in official[s]]
-        return _carve(pooled, DERIVED_FRACTIONS, rng)
+        return _carve(pooled, _pooled_fractions(config), rng)
     if "dev" not in official:
         fraction = config.dev_fraction
         assert fraction is not None  # resolved: set whenever the release has no dev split
         carved = _carve(official["train"], {"train": 1 - fraction, "dev": fraction}, rng)
         official.update(carved)
     return {split: official[split] for split in SPLITS}
+
+
+def _pooled_fractions(config: DataConfig) -> dict[str, float]:
+    """Shares of the pooled rows: test_fraction as test, then dev_fraction of the rest as dev; a partial copy
+    without test_fraction gets DERIVED_FRACTIONS."""
+    if not config.test_fraction:
+        return DERIVED_FRACTIONS
+    test = config.test_fraction
+    dev = (1 - test) * (config.dev_fraction or 0.0)
+    return {"train": 1 - test - dev, "dev": dev, "test": test}
 
 
 def _carve(examples: list[RawExample], fractions: dict[str, float], rng: np.random.Generator):

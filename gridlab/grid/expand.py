@@ -36,6 +36,10 @@ from gridlab.models.compatibility import incompatibilities
 
 ID_LENGTH = 12
 CELL_SCHEMA_VERSION = 1
+# Fields added to the cell schema after ids were first handed out, with the value that means "as before":
+# at that value a field is left out of the id payload, so adding a setting never renames the cells (and
+# orphans the results) of grids that do not use it.
+ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {("data", "test_fraction"): None}
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,11 @@ def resolve_data_dir(configured: Path | None) -> Path:
 
 
 def cell_id(config: CellConfig) -> str:
-    payload = {"schema": CELL_SCHEMA_VERSION, "cell": config.model_dump(mode="json")}
+    cell = config.model_dump(mode="json")
+    for (section, name), neutral in ID_NEUTRAL_FIELDS.items():
+        if cell[section].get(name, neutral) == neutral:
+            cell[section].pop(name, None)
+    payload = {"schema": CELL_SCHEMA_VERSION, "cell": cell}
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:ID_LENGTH]
 

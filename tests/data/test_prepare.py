@@ -157,6 +157,21 @@ def test_dev_is_carved_from_train_with_a_fixed_seed(data_dir: Path, cache: Path)
     assert 6 <= min(lengths) and max(lengths) <= 500  # J&W's 20News length filter
 
 
+def test_test_fraction_pools_the_official_splits_and_carves_them_anew(data_dir: Path, cache: Path):
+    config = DataConfig(test_fraction=0.2, dev_fraction=0.2)  # J&W's 20News: 80/20, then 80/20 of train
+    news = load_dataset("20news", data_dir, cache, config)
+    ids = {s: set(t.column("source_id").to_pylist()) for s, t in news.splits.items()}
+    assert not (ids["train"] & ids["dev"]) and not (ids["train"] & ids["test"]) and not (ids["dev"] & ids["test"])
+    total = sum(len(v) for v in ids.values())
+    assert abs(len(ids["test"]) / total - 0.2) < 0.03 and abs(len(ids["dev"]) / total - 0.16) < 0.03
+    by_date = load_dataset("20news", data_dir, cache, DataConfig())
+    official_test = set(by_date.splits["test"].column("source_id").to_pylist())
+    assert ids["test"] & official_test and ids["test"] - official_test  # drawn from both by-date splits
+    assert ids["train"] | ids["dev"] | ids["test"] == official_test | {
+        i for s in ("train", "dev") for i in by_date.splits[s].column("source_id").to_pylist()
+    }
+
+
 def test_movie_rationales_align_with_tokens(data_dir: Path, cache: Path):
     movies = load_dataset("movies", data_dir, cache, DataConfig())
     raw = {e.source_id: e for e in DATASETS["movies"].reader.read(data_dir / "movie_rationales", "test")}
