@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gridlab.data.catalog import DATASETS
 from gridlab.report.ablations import Ablation, ablation_text, load_ablations
 from gridlab.report.comparison import Comparison, expected
 from gridlab.report.inputs import ReportInputs
@@ -75,6 +76,37 @@ class FidelityResult:
 def all_comparisons() -> list[Comparison]:
     """Every section's comparisons, in the report's section order."""
     return [c for section in load_sections() for c in section.comparisons]
+
+
+def out_of_reach() -> pd.DataFrame:
+    """The published numbers no grid can aim at, because their dataset is not one gridlab has (ADR tweets,
+    MIMIC, CNN, Yahoo, ...): paper, table, dataset, quantity, published, one row per number. The fidelity
+    tables list only what a grid's cells join; this lists the rest, so that every number is accounted for."""
+    parts = []
+    for comparison in all_comparisons():
+        paper = comparison.paper()
+        if "dataset" not in paper:
+            continue
+        outside = paper[~paper["dataset"].isin(list(DATASETS))]
+        if outside.empty:
+            continue
+        citation = published(comparison.key)
+        table = outside["table"] if "table" in outside else citation["table"].iloc[0]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "paper": citation["paper"].iloc[0],
+                    "table": table,
+                    "dataset": outside["dataset"],
+                    "quantity": outside["quantity"],
+                    "published": outside["published"].astype(float),
+                }
+            )
+        )
+    columns = ["paper", "table", "dataset", "quantity", "published"]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns].drop_duplicates().reset_index(drop=True)
 
 
 def fidelity(inputs: ReportInputs, entries: list[Ablation] | None = None) -> FidelityResult:

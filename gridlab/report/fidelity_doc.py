@@ -17,7 +17,7 @@ import pandas as pd
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.report.ablations import Ablation, load_ablations
-from gridlab.report.fidelity import NOT_RUN, OUTSIDE, WITHIN, FidelityResult, fidelity
+from gridlab.report.fidelity import NOT_RUN, OUTSIDE, WITHIN, FidelityResult, fidelity, out_of_reach
 from gridlab.report.fidelity_text import grid_markdown, tolerance_frame
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.render import markdown_table
@@ -62,6 +62,19 @@ def summary_frame(results: list[FidelityResult]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
+def out_of_reach_markdown() -> str:
+    """The published numbers whose dataset gridlab lacks, counted per paper, table and dataset."""
+    frame = out_of_reach()
+    if frame.empty:
+        return "Every published number has a gridlab dataset."
+    counts = frame.groupby(["paper", "table", "dataset"], sort=False).size().reset_index(name="numbers")
+    return (
+        f"{len(frame)} published numbers are on datasets gridlab does not have (no public copy reachable "
+        "here, or data under licence such as MIMIC), so no grid can aim at them; their verdict is `no data`.\n\n"
+        + markdown_table(counts.assign(verdict="no data"))
+    )
+
+
 def wall_time_frame(grids: list[ExpandedGrid], times: list[WallTime]) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -96,6 +109,10 @@ def fidelity_document(
         "## Summary",
         "",
         markdown_table(summary_frame(results)),
+        "",
+        "## Out of reach",
+        "",
+        out_of_reach_markdown(),
         "",
         "## Settings: the papers, their code and gridlab",
         "",

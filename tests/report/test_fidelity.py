@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from gridlab.report.ablations import NO_ABLATION, Ablation
-from gridlab.report.fidelity import NOT_RUN, OUTSIDE, UNDEFINED, WITHIN, fidelity
+from gridlab.report.fidelity import NOT_RUN, OUTSIDE, UNDEFINED, WITHIN, fidelity, out_of_reach
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.sections.jain_wallace import figure4_frame, table2_frame
 from gridlab.report.tolerances import TOLERANCES, rule_for, tolerance_for
@@ -273,3 +273,49 @@ def test_figure4_not_run_without_rows(synthetic_grid):
     frame = fidelity(ReportInputs.load(synthetic_grid(ADVERSARIAL_GRID).expanded), entries=[]).frame
     figure4 = row(frame, "sst", "jsd_eps_max_median")
     assert figure4["verdict"] == NOT_RUN and figure4["published"] == 0.69
+
+
+SS_GRID = {
+    "name": "fidelity-ss",
+    "grid": {"dataset": ["imdb10"], "architecture": ["han"], "encoder": ["gru"], "attention": ["additive"]},
+    "analyses": {"erasure_single": {}},
+}
+
+
+def test_serrano_smith_table2_against_the_closest_corpus(synthetic_grid):
+    """S&S's IMDB (Diao et al.) is not gridlab's; imdb10 stands in, with a note. 10 instances with T >= 2:
+    both flip x1, only i* x2, only r x1, neither x6 -> 10 / 20 / 10 / 60 % against S&S's 2.2 / 12.2 / 1.4 / 84.2."""
+    grid = synthetic_grid(SS_GRID)
+    (cell,) = grid.cells()
+    flips = [(True, True)] + [(True, False)] * 2 + [(False, True)] + [(False, False)] * 6
+    records = [
+        {"instance_id": i, "length": 5, "pred": 0, "max_attention": 0.5, "js_top": 0.1, "js_rand": 0.05,
+         "delta_js": 0.05, "delta_alpha": 0.1, "flip_top": top, "flip_rand": rand}
+        for i, (top, rand) in enumerate(flips)
+    ]  # fmt: skip
+    grid.write_rows("erasure_single", cell, records)
+    frame = fidelity(ReportInputs.load(grid.expanded), entries=[]).frame
+    assert sorted(frame["quantity"]) == ["pct_both", "pct_neither", "pct_rand_only", "pct_top_only"]
+    assert (frame["paper"] == "Serrano & Smith (2019)").all() and (frame["dataset"] == "imdb10").all()
+    assert frame["note"].str.contains("different corpus").all()
+    got = frame.set_index("quantity")
+    assert got.loc["pct_top_only", "ours"] == pytest.approx(20.0) and got.loc["pct_top_only", "published"] == 12.2
+    assert got.loc["pct_rand_only", "ours"] == pytest.approx(10.0) and got.loc["pct_rand_only", "tolerance"] == 3.0
+    assert got.loc["pct_rand_only", "verdict"] == OUTSIDE  # 10.0 vs 1.4
+    assert got.loc["pct_both", "verdict"] == OUTSIDE and got.loc["pct_neither", "verdict"] == OUTSIDE
+
+
+def test_numbers_on_datasets_gridlab_lacks_are_listed_out_of_reach():
+    frame = out_of_reach()
+    assert not frame["dataset"].isin(["sst", "imdb", "imdb10", "20news", "agnews", "snli"]).any()
+    yahoo = frame[(frame["paper"] == "Serrano & Smith (2019)") & (frame["dataset"] == "yahoo")]
+    assert dict(zip(yahoo["quantity"], yahoo["published"])) == {
+        "pct_both": 0.5,
+        "pct_top_only": 8.7,
+        "pct_rand_only": 1.3,
+        "pct_neither": 89.6,
+    }
+    assert {"adr_tweets", "diabetes", "anemia", "cnn"} <= set(
+        frame.loc[frame["paper"] == "Jain & Wallace (2019)", "dataset"]
+    )
+    assert "imdb_diao" not in set(frame["dataset"])  # joined to imdb10 as the closest corpus

@@ -39,6 +39,7 @@ def test_the_command_writes_the_document(jw_with_rows, synthetic_grid, tmp_path:
     assert headings == [
         "# Fidelity: gridlab against the papers",
         "## Summary",
+        "## Out of reach",
         "## Settings: the papers, their code and gridlab",
         "## Tolerances",
         f"## Fidelity: fidelity-jw ({jw_with_rows.path})",
@@ -55,6 +56,7 @@ def test_the_command_writes_the_document(jw_with_rows, synthetic_grid, tmp_path:
         in text
     )
     assert "the authors' own rerun" in text  # every tolerance rule with its reason
+    assert "| Serrano & Smith (2019) | Table 2" in text and "| yahoo | 4 | no data |" in text
     assert text.count("Wall time: launch wall time not recorded; no training recorded.") == 2
 
 
