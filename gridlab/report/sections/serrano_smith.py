@@ -384,9 +384,7 @@ def contingency_ours(inputs: ReportInputs) -> pd.DataFrame | None:
 def contingency_published() -> pd.DataFrame:
     paper = published("ss_table2")
     closest = paper["dataset"].map(CLOSEST_DATASET)
-    paper = paper.assign(
-        dataset=closest.fillna(paper["dataset"]), note=np.where(closest.notna(), CLOSEST_NOTE, "")
-    )
+    paper = paper.assign(dataset=closest.fillna(paper["dataset"]), note=np.where(closest.notna(), CLOSEST_NOTE, ""))
     long = paper.melt(
         id_vars=[*CONTINGENCY_JOIN, "note"],
         value_vars=[name for name, _ in CELLS],
