@@ -20,6 +20,7 @@ from gridlab.report.ablations import Ablation, load_ablations
 from gridlab.report.fidelity import NOT_RUN, OUTSIDE, WITHIN, FidelityResult, fidelity, out_of_reach
 from gridlab.report.fidelity_text import grid_markdown, tolerance_frame
 from gridlab.report.inputs import ReportInputs
+from gridlab.report.published import PAPERS_WITHOUT_NUMBERS
 from gridlab.report.render import markdown_table
 from gridlab.report.walltime import WallTime, duration, wall_time
 
@@ -65,13 +66,21 @@ def summary_frame(results: list[FidelityResult]) -> pd.DataFrame:
 def out_of_reach_markdown() -> str:
     """The published numbers whose dataset gridlab lacks, counted per paper, table and dataset."""
     frame = out_of_reach()
+    lines = [f"- {paper}: {why}." for paper, why in PAPERS_WITHOUT_NUMBERS.items()]
     if frame.empty:
-        return "Every published number has a gridlab dataset."
+        return "\n".join(["Every typed-in published number has a gridlab dataset.", "", *lines])
     counts = frame.groupby(["paper", "table", "dataset"], sort=False).size().reset_index(name="numbers")
-    return (
-        f"{len(frame)} published numbers are on datasets gridlab does not have (no public copy reachable "
-        "here, or data under licence such as MIMIC), so no grid can aim at them; their verdict is `no data`.\n\n"
-        + markdown_table(counts.assign(verdict="no data"))
+    return "\n".join(
+        [
+            f"{len(frame)} published numbers are on datasets gridlab does not have (no public copy reachable "
+            "here, or data under licence such as MIMIC), so no grid can aim at them; their verdict is `no data`.",
+            "",
+            markdown_table(counts.assign(verdict="no data")),
+            "",
+            "Papers whose numbers are not typed in:",
+            "",
+            *lines,
+        ]
     )
 
 

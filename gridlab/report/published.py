@@ -72,6 +72,14 @@ JW = "Jain & Wallace (2019)"
 SS = "Serrano & Smith (2019)"
 VA = "Vashishth et al. (2019)"
 ME = "Meister et al. (2021)"
+WP = "Wiegreffe & Pinter (2019)"
+
+# Papers a grid reproduces whose own tables are not typed in here, and why: their rows are judged only on the
+# numbers of other papers that their cells share (the W&P grid's seeds 0-2 are J&W's models).
+PAPERS_WITHOUT_NUMBERS = {
+    WP: "the paper's text is not among the shared papers (only Kovács's slides summarise it, without numbers) and "
+    "its repository (sarahwie/attention) commits no results, so none of its tables is typed in",
+}
 
 
 # ---------------------------------------------------------------- Jain & Wallace (papers/001_baec75fc8c1ac84d.txt)

@@ -57,6 +57,7 @@ def test_the_command_writes_the_document(jw_with_rows, synthetic_grid, tmp_path:
     )
     assert "the authors' own rerun" in text  # every tolerance rule with its reason
     assert "| Serrano & Smith (2019) | Table 2" in text and "| yahoo | 4 | no data |" in text
+    assert "- Wiegreffe & Pinter (2019): the paper's text is not among the shared papers" in text
     assert text.count("Wall time: launch wall time not recorded; no training recorded.") == 2
 
 
