@@ -1,5 +1,5 @@
-"""`adversarial` — Jain & Wallace 2019 §4.2.2, Algorithm 3, Eq. 1–2 (SPEC §3 C): how different attention can
-be from the model's own while the output stays within eps of the original.
+"""`adversarial` — Jain & Wallace 2019 §4.2.2, Algorithm 3, Eq. 1–2 (docs/analyses.md#adversarial): how
+different attention can be from the model's own while the output stays within eps of the original.
 
     >>> context = AnalysisContext(cell_id, model.eval(), device, AdversarialParams())   # k 5, 500 steps
     >>> columns = adversarial.run(context, forward_once(model, batch))
@@ -11,8 +11,8 @@ before the softmax, so exactly 0 weight) maximise the relaxed Eq. 1 with h, the 
     f = sum_i JSD(alpha_i, alpha) + 1/(k(k-1)) sum_{i<j} JSD(alpha_i, alpha_j)
         - lam/k sum_i max(0, TVD(y(alpha_i), y) - eps)
 
-J&W print "+ lam/k ..."; a penalty on a maximised objective is subtracted, as SPEC writes it. The pair term is
-empty for k = 1. Adam with AMSGrad (lr 0.01, torch's betas and eps); the logits start at
+J&W print "+ lam/k ..."; a penalty on a maximised objective is subtracted (docs/analyses.md#adversarial).
+The pair term is empty for k = 1. Adam with AMSGrad (lr 0.01, torch's betas and eps); the logits start at
 log(1/T) + init_scale * N(0, 1), the normal draws (k, T) for the instance's own T unmasked positions from
 `instance_generator(cell_id, "adversarial", instance_id)`, so they never depend on the batch or its padding.
 eps defaults to 0.01, or 0.05 for pair-task models (those with a query: J&W's QA setting, footnote 6).

@@ -1,6 +1,7 @@
-"""H `adversarial_model` (Wiegreffe & Pinter §4; Meister et al. App. C.1, Table 5): train an adversary model
-whose attention diverges from the trained base model's while its predictions stay close, then measure how
-far its attention moved (JSD) and what it cost (test accuracy). Per model, one row per variant.
+"""`adversarial_model` (Wiegreffe & Pinter §4; Meister et al. App. C.1, Table 5;
+docs/analyses.md#adversarial_model): train an adversary model whose attention diverges from the trained base
+model's while its predictions stay close, then measure how far its attention moved (JSD) and what it cost
+(test accuracy). Per model, one row per variant.
 
     >>> rows = run_model(context, data)   # {"variant": ["frozen", "unfrozen"], "jsd_mean": [...], ...}
 
@@ -16,7 +17,7 @@ The objective per instance (W&P §4, minimised):
 with y the output distributions (softmax of the logits) and alpha the attention over the unmasked
 positions; the base model's outputs and attention are computed without gradients. Choices:
 - **Means, not sums**: W&P's code summed L over a batch; the batch loss here is the mean over its
-  instances, so `lam` and the learning rate mean the same thing at any batch size (SPEC H).
+  instances, so `lam` and the learning rate mean the same thing at any batch size (docs/analyses.md#adversarial_model).
 - **KL in nats over the mask only**, terms with alpha_adv = 0 contribute 0 and alpha_base is clamped at
   1e-12 (sparse projections give exact zeros), so the loss stays finite; it is bounded by ln(1e12) per unit
   of adversarial mass that lands outside the base's support.

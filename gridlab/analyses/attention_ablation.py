@@ -1,6 +1,6 @@
-"""F `attention_ablation` (Vashishth et al. §4.1, Tables 1-3): a model's test accuracy (BLEU for
-translation) with its attention replaced at inference by uniform weights, random U(0, 1) weights
-(normalised), or a permutation of its own weights. Per model, not per instance: one row per mode, the
+"""`attention_ablation` (Vashishth et al. §4.1, Tables 1-3; docs/analyses.md#attention_ablation): a model's
+test accuracy (BLEU for translation) with its attention replaced at inference by uniform weights, random
+U(0, 1) weights (normalised), or a permutation of its own weights. Per model, not per instance: one row per mode, the
 learned attention included as the baseline.
 
     >>> rows = run_model(context, data)     # {"mode": [...], "metric": [...], "value": [...], "delta": [...]}

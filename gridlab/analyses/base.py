@@ -1,4 +1,4 @@
-"""The interface every per-instance analysis implements (SPEC §3), pure torch, no Ray.
+"""The interface every per-instance analysis implements (docs/analyses.md#conventions), pure torch, no Ray.
 
     >>> context = AnalysisContext(cell_id, model.eval(), torch.device("cpu"), PermutationParams())
     >>> columns = permutation.run(context, forward_once(model, batch))   # {"tvd_median": array (B,), ...}

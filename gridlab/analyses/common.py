@@ -1,5 +1,6 @@
 """What every analysis shares: one forward pass per batch, batched decoding of many alphas, the distances of
-SPEC §2, and random draws seeded per (cell, instance) so rows never depend on sharding or actor count.
+docs/analyses.md#distances, and random draws seeded per (cell, instance) so rows never depend on sharding or
+actor count.
 
     >>> shared = forward_once(model, batch)                       # h, mask, alpha, probs, pred: computed once
     >>> probs = decode_many(model, shared, alphas)                 # alphas (B, K, T) -> probs (B, K, C), one call

@@ -1,7 +1,8 @@
-"""`diagnostic_mlp` (Wiegreffe & Pinter §4.4, "guiding simpler models"; SPEC J): does a trained model's
-attention carry information a non-contextual model can use? A per-token MLP over fresh embeddings is
-trained three times, its token vectors pooled with different weights; if the base model's frozen attention
-helps the MLP beyond uniform pooling, the attention marks tokens that matter. Per model, one row per variant.
+"""`diagnostic_mlp` (Wiegreffe & Pinter §4.4, "guiding simpler models"; docs/analyses.md#diagnostic_mlp):
+does a trained model's attention carry information a non-contextual model can use? A per-token MLP over
+fresh embeddings is trained three times, its token vectors pooled with different weights; if the base model's
+frozen attention helps the MLP beyond uniform pooling, the attention marks tokens that matter. Per model, one
+row per variant.
 
     >>> rows = run_model(context, data)   # {"variant": ["uniform", "learned", "base"], "accuracy": [...], ...}
 

@@ -1,5 +1,6 @@
-"""`erasure_multi` (SPEC §3 E, Serrano & Smith 2019 §5): how many attention weights must be erased, top of a
-ranking first, before the decision flips; and, beyond the paper, the exact minimal flipping set.
+"""`erasure_multi` (docs/analyses.md#erasure_multi, Serrano & Smith 2019 §5): how many attention weights must
+be erased, top of a ranking first, before the decision flips; and, beyond the paper, the exact minimal
+flipping set.
 
     >>> context = AnalysisContext(cell_id, model.eval(), torch.device("cpu"), ErasureMultiParams())
     >>> columns = erasure_multi.run(context, forward_once(model, batch))

@@ -1,5 +1,6 @@
-"""`erasure_single` — Serrano & Smith §4 (SPEC §3 D): erase the highest attention weight, or one random
-other weight, renormalise, and compare the outputs (their Fig. 3-4 and the flip contingency Table 2).
+"""`erasure_single` — Serrano & Smith §4 (docs/analyses.md#erasure_single): erase the highest attention
+weight, or one random other weight, renormalise, and compare the outputs (their Fig. 3-4 and the flip
+contingency Table 2).
 
     >>> context = AnalysisContext(cell_id, model.eval(), device, NoParams())
     >>> columns = erasure_single.run(context, forward_once(model, batch))
@@ -12,7 +13,7 @@ other weight, renormalise, and compare the outputs (their Fig. 3-4 and the flip 
   `torch.randint` from `instance_generator(cell_id, "erasure_single", instance_id)`.
 - Erasing sets the weight to 0 and divides the rest by their sum. When nothing is left (a sparse alpha that
   put all its mass on i*) the zero vector is the context, as S&S §5 does when no item remains.
-- JS is the natural-log JSD of SPEC §2, in [0, ln 2]; a flip is argmax(q) != argmax(p).
+- JS is the natural-log JSD of docs/analyses.md#distances, in [0, ln 2]; a flip is argmax(q) != argmax(p).
 - `top_index` / `rand_index` count unmasked positions from 0 (the token's index in the instance, without
   `<sos>`), so they do not depend on padding or markers.
 

@@ -1,5 +1,6 @@
 """Feature importance over the items of the final attention layer, batched: the gradient and leave-one-out
-measures of Jain & Wallace §4.1, Algorithm 1 (SPEC §3 A), shared by every analysis that ranks items.
+measures of Jain & Wallace §4.1, Algorithm 1 (docs/analyses.md#importance_correlation), shared by every
+analysis that ranks items.
 
     >>> shared = forward_once(model, batch)
     >>> g = gradient_importance(model, batch, shared)      # (B, T) |grad_{e_t} y . e_t|, 0 outside the mask

@@ -1,5 +1,5 @@
-"""`importance_correlation` — Jain & Wallace §4.1, Algorithm 1 (SPEC §3 A): does attention rank the inputs
-as the gradient and leave-one-out importance measures do?
+"""`importance_correlation` — Jain & Wallace §4.1, Algorithm 1 (docs/analyses.md#importance_correlation):
+does attention rank the inputs as the gradient and leave-one-out importance measures do?
 
     >>> context = AnalysisContext(cell_id, model.eval(), device, NoParams())
     >>> columns = importance_correlation.run(context, forward_once(model, batch))

@@ -1,6 +1,6 @@
-"""I `layer_permutation` (Vashishth et al. §4.3, Fig. 4): the test accuracy of a self-attention encoder
-with the attention weights of its layers 1..k permuted at inference, cumulatively, for k = 0..L (k = 0 is
-the model as trained). Per model, one row per k.
+"""`layer_permutation` (Vashishth et al. §4.3, Fig. 4; docs/analyses.md#layer_permutation): the test
+accuracy of a self-attention encoder with the attention weights of its layers 1..k permuted at inference,
+cumulatively, for k = 0..L (k = 0 is the model as trained). Per model, one row per k.
 
     >>> rows = run_model(context, data)     # {"layers_permuted": [0, 1, 2], "accuracy": [...], "delta": [...]}
 

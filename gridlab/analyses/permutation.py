@@ -1,5 +1,5 @@
-"""`permutation` — Jain & Wallace §4.2.1, Algorithm 2 (SPEC §3 B): how far the output moves when the
-attention weights are shuffled while the representations h stay fixed.
+"""`permutation` — Jain & Wallace §4.2.1, Algorithm 2 (docs/analyses.md#permutation): how far the output
+moves when the attention weights are shuffled while the representations h stay fixed.
 
     >>> context = AnalysisContext(cell_id, model.eval(), device, PermutationParams(n=100))
     >>> columns = permutation.run(context, forward_once(model, batch))
@@ -10,7 +10,7 @@ permutation p is the stable argsort of row p of an (n, T_b) block of uniform flo
 `instance_generator(cell_id, "permutation", instance_id)`, with T_b the instance's own length, so the
 draws never depend on the batch it is padded into. The identity may be drawn, as with J&W's
 `np.random.permutation`. All permuted vectors of a batch are decoded with `decode_many` (chunked over the
-n permutations to bound memory), and each output is compared with the original by TVD (SPEC §2).
+n permutations to bound memory), and each output is compared with the original by TVD (docs/analyses.md#distances).
 `tvd_median` interpolates between the two middle values for even n (numpy's median), not torch.median's
 lower middle value.
 """

@@ -1,5 +1,6 @@
-"""`rationale_recovery` — beyond the papers (SPEC §3 K): on datasets whose rationale is known (the synthetic
-planted-token task, `movies` with annotator rationales), how well does each importance ranking recover it?
+"""`rationale_recovery` — beyond the papers (docs/analyses.md#rationale_recovery): on datasets whose rationale
+is known (the synthetic planted-token task, `movies` with annotator rationales), how well does each importance
+ranking recover it?
 
     >>> context = AnalysisContext(cell_id, model.eval(), device, RationaleRecoveryParams())
     >>> columns = rationale_recovery.run(context, forward_once(model, batch))

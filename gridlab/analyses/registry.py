@@ -1,4 +1,4 @@
-"""The analyses of SPEC.md §3: their ids, parameters (with the papers' defaults), scope and the cells
+"""The analyses of docs/analyses.md: their ids, parameters (with the papers' defaults), scope and the cells
 they apply to. Grid validation checks `analyses:` against this registry; the implementations that compute
 the rows are added per analysis id as the analysis stage is built.
 

@@ -1,5 +1,5 @@
-"""J `seed_variance` — Wiegreffe & Pinter §3.2 (SPEC §3 J): how far the attention of models that differ
-only in their seed lies apart on the same instance. It is the baseline an adversary's JSD must beat:
+"""`seed_variance` — Wiegreffe & Pinter §3.2 (docs/analyses.md#seed_variance): how far the attention of
+models that differ only in their seed lies apart on the same instance. It is the baseline an adversary's JSD must beat:
 J&W's adversarial attention is only remarkable if it is further from the model's than another seed's is.
 
     >>> columns = seed_variance.run(context, shared, [forward_once(peer, batch) for peer in peers])
@@ -7,8 +7,8 @@ J&W's adversarial attention is only remarkable if it is further from the model's
 
 Grid scope: a cell's "peers" are the trained cells of its grid whose resolved config equals its own but
 for `seed` (`peers_of`). Each row compares this cell's attention and output with every peer's on the same
-test instance: JSD of the attention (SPEC §2, natural log), TVD of the outputs. Peers see exactly the same
-batch (same vocabulary, same padding), so the rows need no random draws. The rows are computed once the
+test instance: JSD of the attention (docs/analyses.md#distances, natural log), TVD of the outputs. Peers see
+exactly the same batch (same vocabulary, same padding), so the rows need no random draws. The rows are computed once the
 whole seed group is trained (or failed); `other_seeds` and `peer_cells` record whom they were compared with.
 """
 

@@ -1,5 +1,5 @@
-"""`sparsity_importance` — Meister et al. §3–4, Appendix A (SPEC §3 G): how dispersed is feature importance
-(FI), and how does attention rank the items against it?
+"""`sparsity_importance` — Meister et al. §3–4, Appendix A (docs/analyses.md#sparsity_importance): how
+dispersed is feature importance (FI), and how does attention rank the items against it?
 
     >>> context = AnalysisContext(cell_id, model.eval(), device, NoParams())
     >>> columns = sparsity_importance.run(context, forward_once(model, batch))

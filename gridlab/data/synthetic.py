@@ -4,7 +4,7 @@ Each instance is a sequence of filler words with `planted` signal words of its c
 and up to `distractors` signal words of other classes elsewhere (always fewer than `planted`). The label is
 the class with the most signal words, so the planted positions are exactly the rationale: they alone
 decide the label, and every other token could be anything. That makes it ground truth for rationale
-recovery (SPEC analysis K) and the embedded default grid that always runs.
+recovery (docs/analyses.md#rationale_recovery) and the embedded default grid that always runs.
 
 Words are letters only (`fab`, `sbac`) so the J&W tokenizer keeps them as they are (digits become `qqq`).
 """

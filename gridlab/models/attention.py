@@ -3,12 +3,12 @@
     >>> attention = Attention(AttentionSpec("additive", "softmax"), hidden=256, query_dim=None, size=128)
     >>> alpha = attention(h, mask)                      # (B, T)
 
-Alignments (SPEC §1): additive `v^T tanh(W1 h_t + W2 q + b)`, with a learned context vector in place of
-the query for single sequences (`c^T tanh(W h_t + b)`); scaled dot product `h_t . q / sqrt(m)`, with a
-learned query for single sequences and a linear map when q's size differs from h's. Modes (Vashishth
-§4.1, W&P): `learned`, `uniform` (1/T) and `random` (U(0,1), normalised, drawn anew every forward pass);
-the fixed modes never look at the scores. `mode` can be switched on a trained model to substitute
-attention at inference only.
+Alignments (docs/models.md#attention): additive `v^T tanh(W1 h_t + W2 q + b)`, with a learned context
+vector in place of the query for single sequences (`c^T tanh(W h_t + b)`); scaled dot product
+`h_t . q / sqrt(m)`, with a learned query for single sequences and a linear map when q's size differs from
+h's. Modes (Vashishth §4.1, W&P): `learned`, `uniform` (1/T) and `random` (U(0,1), normalised, drawn anew
+every forward pass); the fixed modes never look at the scores. `mode` can be switched on a trained model to
+substitute attention at inference only.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Attention classifiers built around the contract every analysis relies on (SPEC §1):
+"""Attention classifiers built around the contract every analysis relies on (docs/models.md#contract):
 
     >>> encoded = model.encode(batch)                    # h (B, T, m), mask (B, T), query (B, q) | None
     >>> alpha = model.attend(encoded.h, encoded.mask, encoded.query)          # (B, T)

@@ -1,4 +1,4 @@
-"""Projections of attention scores onto the simplex over the unmasked positions (SPEC §1).
+"""Projections of attention scores onto the simplex over the unmasked positions (docs/models.md#projections).
 
     >>> alpha = project(scores, mask, "sparsegen", lam=0.5)   # (B, T), exact zeros outside the support
 

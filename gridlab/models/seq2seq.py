@@ -1,5 +1,5 @@
 """The attention translation model of Vashishth's generation rows (§3.3, Table 3), split along the contract
-that every analysis relies on (SPEC §1), with one attention distribution per decoder step:
+that every analysis relies on (docs/models.md#contract), with one attention distribution per decoder step:
 
     >>> encoded = model.encode(batch)                                  # h (B, T, m), mask (B, T)
     >>> state = model.initial_state(encoded.h, batch)                  # (B, hidden)

@@ -4,9 +4,11 @@
     >>> paper = published("jw_table2")            # a fresh DataFrame each call
     >>> paper.query("dataset == 'sst' and encoder == 'lstm' and measure == 'tau_g'")[["pred", "mean", "std"]]
 
-Only numbers printed in the papers (text extractions in /work/shared/papers, listed in its INDEX.md) or in
-SPEC §5 are here, typed as printed (a figure's number only where the text states it, with a `note`). Where
-the extracted text is garbled an entry is left out, never guessed (noted per table below). Every frame has
+Only numbers printed in the papers (text extractions in /work/shared/papers, listed in its INDEX.md), or in
+slides that reproduce a table the extraction lacks, are here (the headline ones are listed in
+docs/analyses.md#published-headline-numbers), typed as printed (a figure's number only where the text states
+it, with a `note`). Where the extracted text is garbled an entry is left out, never guessed (noted per table
+below). Every frame has
 the citation columns `paper` (authors and year) and `table` (the table or figure in that paper, and where it
 was read when not in the paper's own text), and, where the rows name a model or a dataset, gridlab's ids for
 them (`dataset`, `encoder`, `attention`, `projection`, `architecture`, `attention_mode`) so a section can
@@ -33,8 +35,8 @@ Table keys and their columns (besides `paper`, `table`):
   % of test instances: dataset, dataset_paper, encoder, attention, architecture, pct_both, pct_top_only
   (i* flips, r does not), pct_rand_only (r flips, i* does not), pct_neither. The paper's text extraction
   lacks the table; the four cells are read from Kovács (2021) slides, which reproduce it, and agree with the
-  two off-diagonal cells SPEC §5 quotes. S&S's datasets are not gridlab's (their IMDB is Diao et al.'s
-  10-class reviews), so every dataset keeps S&S's own slug.
+  two off-diagonal cells docs/analyses.md#published-headline-numbers lists. S&S's datasets are not
+  gridlab's (their IMDB is Diao et al.'s 10-class reviews), so every dataset keeps S&S's own slug.
 - `vashishth_table1` / `vashishth_table2` / `vashishth_table3` — Vashishth et al. (2019) Tables 1–3
   (single sequence, pair sequence, translation): accuracy (BLEU for translation) of the base model and its
   change, in points, with attention replaced by uniform / random weights at training and inference
@@ -235,7 +237,7 @@ def _ss_table2() -> pd.DataFrame:
     frame.insert(2, "encoder", "gru")
     frame.insert(3, "attention", "additive")
     frame.insert(4, "architecture", "han")
-    return _cite(frame, SS, "Table 2 (HANrnn; read from Kovács 2021 slides, off-diagonals also SPEC §5)")
+    return _cite(frame, SS, "Table 2 (HANrnn; read from Kovács 2021 slides)")
 
 
 # ---------------------------------------------------------------- Vashishth et al. (papers/003_61263fcdeff9678a.txt)

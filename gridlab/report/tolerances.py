@@ -35,7 +35,8 @@ TOLERANCES: tuple[Tolerance, ...] = (
         0.07,
         "Kendall τ",
         "J&W's mean τ moved by up to ±0.07 between the paper and the authors' own rerun of their code "
-        "(SPEC §4): a reproduction cannot be held closer than the authors' reproduction of themselves. "
+        "(docs/analyses.md#pitfalls-avoided): a reproduction cannot be held closer than the authors' reproduction "
+        "of themselves. "
         "Meister's Table 6 is the same statistic (mean τ of attention with an importance) and gets the same width.",
     ),
     Tolerance(

@@ -6,9 +6,9 @@ so `pandas.read_parquet(results_dir/<grid>/analyses/<analysis>)` reads every par
 written to a hidden temporary file in its folder and renamed into place: a killed worker leaves either the
 whole part or nothing, and a relaunch skips exactly the parts that exist.
 
-Every row carries the SPEC §3 common columns (grid, cell_id, the cell's axes, split, instance_id, length,
-label, pred, max_attention, analysis_version) and `derived_splits`, so results on carved splits can never
-pass for results on official ones.
+Every row carries the common columns of docs/analyses.md#common-columns (grid, cell_id, the cell's axes,
+split, instance_id, length, label, pred, max_attention, analysis_version) and `derived_splits`, so results
+on carved splits can never pass for results on official ones.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def common_columns(
     pred: np.ndarray,
     max_attention: np.ndarray,
 ) -> dict[str, pa.Array]:
-    """The SPEC §3 common columns for n rows of one cell."""
+    """The common columns (docs/analyses.md#common-columns) for n rows of one cell."""
     n = len(instance_id)
     constants = {
         "grid": grid,

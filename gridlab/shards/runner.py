@@ -4,7 +4,7 @@
     >>> runner.run(job)          # writes one Parquet part per analysis of the job that is not written yet
 
 A model and its dataset are loaded once per runner and cell. Each batch is encoded once (`forward_once`)
-and that pass is shared by every analysis of the shard, as SPEC's "encode each instance once" asks.
+and that pass is shared by every analysis of the shard (docs/analyses.md#conventions, "One shared pass").
 """
 
 from __future__ import annotations

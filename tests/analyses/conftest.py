@@ -1,4 +1,5 @@
-"""Shared test data for the analyses: tiny synthetic test rows, with the short cases SPEC singles out."""
+"""Shared test data for the analyses: tiny synthetic test rows, with the short cases T = 1 and T = 2
+(docs/analyses.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §2 distances against hand-computed values."""
+"""The distances of docs/analyses.md#distances against hand-computed values."""
 
 from __future__ import annotations
 

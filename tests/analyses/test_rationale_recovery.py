@@ -1,6 +1,6 @@
-"""`rationale_recovery` (SPEC §3 K): hand-worked AUC and precision@k (ties included), nulls exactly where
-required, the HAN sentence rationale, `run` == `reference` on small real models, bounds, batching invariance,
-the written schema and `summarize`, and a trained model's attention finding the planted tokens."""
+"""`rationale_recovery` (docs/analyses.md#rationale_recovery): hand-worked AUC and precision@k (ties included),
+nulls exactly where required, the HAN sentence rationale, `run` == `reference` on small real models, bounds,
+batching invariance, the written schema and `summarize`, and a trained model's attention finding the planted tokens."""
 
 from __future__ import annotations
 

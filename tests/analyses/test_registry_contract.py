@@ -1,4 +1,4 @@
-"""One contract over every implemented analysis (SPEC §3): on a tiny model, its schema, no NaN (a missing
+"""One contract over every implemented analysis (docs/analyses.md): on a tiny model, its schema, no NaN (a missing
 value is a null), bounds (TVD in [0, 1], JSD in [0, ln 2], tau in [-1, 1], fractions in (0, 1]), identical
 rows for the same seed, and the same rows whether the instances run as 1 shard or as 3."""
 
@@ -171,7 +171,8 @@ def test_schema_values_and_bounds(one_shard, analysis_id: str):
 
 
 def test_nan_is_never_a_value(trained_store, tmp_path: Path):
-    """A missing value is an Arrow null (SPEC: e.g. no flip, T = 1), never a NaN that averages would eat."""
+    """A missing value is an Arrow null (docs/analyses.md#conventions: e.g. no flip, T = 1), never a NaN that
+    averages would eat."""
     run_all(trained_store, tmp_path, shard_size=INSTANCES)
     for analysis_id in PER_INSTANCE + PER_MODEL:
         module = IMPLEMENTATIONS[analysis_id]

@@ -1,6 +1,6 @@
-"""The model contract (SPEC §1) for every encoder x alignment x projection x architecture the grid accepts:
-forward == decode(attend(encode)), alpha on the simplex over the mask, padding never changes an instance's
-logits, finite gradients with respect to alpha and the embeddings, fixed attention modes ignore scores."""
+"""The model contract (docs/models.md#contract) for every encoder x alignment x projection x architecture the
+grid accepts: forward == decode(attend(encode)), alpha on the simplex over the mask, padding never changes an
+instance's logits, finite gradients with respect to alpha and the embeddings, fixed attention modes ignore scores."""
 
 from __future__ import annotations
 

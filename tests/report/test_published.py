@@ -1,5 +1,5 @@
 """The papers' published numbers: every table loads with its citation, keys that join onto gridlab's ids,
-and the SPEC §5 headline numbers as printed."""
+and the headline numbers of docs/analyses.md#published-headline-numbers as printed."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_jain_wallace_table2_spec_numbers():
     assert (sst["std"], sst["sig_frac"], sst["class_name"]) == (0.20, 0.47, "negative")
     assert paper.loc[("babi2", "average", "tau_g", "all"), "mean"] == 0.84
     averages = published("jw_table2").query("encoder == 'average' and dataset in ['sst', 'imdb', '20news', 'agnews']")
-    assert averages["mean"].between(0.65, 0.77).all()  # SPEC §5: average encoder tau_g about 0.65-0.77
+    assert averages["mean"].between(0.65, 0.77).all()  # docs/analyses.md: average encoder 0.65-0.77
     snli = published("jw_table2").query("dataset == 'snli'")
     assert snli["pred"].isna().all() and set(snli["class_paper"]) == {"0", "1", "2"}
 

@@ -1,6 +1,6 @@
-"""Rationale recovery (gridlab's own, SPEC §3 K): where the tokens that decide the label are known (the
-synthetic planted-token task, movie reviews with annotator rationales), how well does each importance
-ranking (attention, gradient, gradient × attention, leave-one-out) put them on top?
+"""Rationale recovery (gridlab's own, docs/analyses.md#rationale_recovery): where the tokens that decide the
+label are known (the synthetic planted-token task, movie reviews with annotator rationales), how well does
+each importance ranking (attention, gradient, gradient × attention, leave-one-out) put them on top?
 
     >>> output = SECTION.build(ReportInputs.load(expanded))
 

@@ -103,7 +103,7 @@ def table2_published() -> Table:
         display[f"% {label}"] = [f"{value:.1f}" for value in frame[name]]  # as printed
     caption = (
         f"{citation('ss_table2')}: % of test instances per cell, HANrnn models. "
-        "SPEC §5 quotes the two off-diagonal cells; the paper's text extraction lacks the table, whose four "
+        "The paper's text extraction lacks the table, whose four "
         "cells are read from Kovács (2021) slides that reproduce it."
     )
     return Table("ss_table2_published", "S&S Table 2 as published (HANrnn)", frame, caption, display)
