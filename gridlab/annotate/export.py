@@ -1,6 +1,6 @@
 """Export side of the human evaluation (Vashishth et al. §4.4): a blinded, shuffled sheet and its key.
 
-    >>> report = export_grid(expanded, out=default_folder(expanded.results_dir), per_cell=100)
+    >>> report = export_grid(expanded, out=expanded.workspace.annotation, per_cell=100)
     >>> report.items, report.cells, report.skipped
 
 For each trained flat classifier with learned attention, `per_cell` test instances with more than TOP_K
@@ -39,8 +39,7 @@ import torch
 
 from gridlab.analyses.common import SharedPass, forward_once, instance_generator
 from gridlab.analyses.ranking import descending_order
-from gridlab.annotate.files import INSTRUCTIONS, ITEMS, KEY, write_text
-from gridlab.checkpoints import ModelStore
+from gridlab.annotate.files import INSTRUCTIONS, ITEMS, KEY
 from gridlab.data.batching import iterate_batches
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import ExpandedGrid
@@ -49,6 +48,8 @@ from gridlab.grid.suggest import unknown
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.results.parts import write_part
 from gridlab.shards.runner import LoadedCell, ShardRunner
+from gridlab.store.atomic import write_text
+from gridlab.store.models import ModelStore
 
 TOP_K = 3  # "the top three highest weighted words"
 STREAM = "annotate"  # the instance_generator stream of the permutations
@@ -89,9 +90,7 @@ def export_grid(
 ) -> ExportReport:
     """Sheet and key for the grid's trained flat classifiers with learned attention (or exactly `cells`)."""
     chosen, skipped = select_cells(expanded, cells)
-    runner = ShardRunner(
-        expanded.results_dir, expanded.data_dir, expanded.spec.results_dir / "cache", torch.device("cpu")
-    )
+    runner = ShardRunner(expanded.results_dir, expanded.data_dir, expanded.results.cache, torch.device("cpu"))
     report = export_cells(expanded.spec.name, runner, chosen, per_cell, out, force)
     return ExportReport(report.folder, report.items, report.cells, skipped)
 
@@ -102,7 +101,7 @@ def select_cells(expanded: ExpandedGrid, only: Sequence[str] | None) -> tuple[li
     for cell_id in only or []:
         if cell_id not in by_id:
             raise GridlabError(unknown("cell id", cell_id, sorted(by_id)) + " (see `gridlab plan`)")
-    store = ModelStore(expanded.results_dir)
+    store = ModelStore(expanded.workspace.models)
     chosen, skipped = [], {}
     for cell in [by_id[c] for c in dict.fromkeys(only)] if only else expanded.cells:
         reason = unsuitable(cell.config) or (None if store.cell(cell.id).state() == "trained" else "not trained")

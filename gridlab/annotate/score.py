@@ -32,8 +32,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gridlab.annotate.files import ANSWERS_GLOB, KEY, write_text
+from gridlab.annotate.files import ANSWERS_GLOB, KEY
 from gridlab.errors import GridlabError
+from gridlab.store.atomic import write_text
 
 ANSWERS = ("yes", "no")
 NAME = re.compile(r"answers-(?P<name>[A-Za-z0-9_-]+)\.csv")

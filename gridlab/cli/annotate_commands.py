@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gridlab.annotate.files import ANSWERS_GLOB, INSTRUCTIONS, ITEMS, KEY, default_folder
+from gridlab.annotate.files import ANSWERS_GLOB, INSTRUCTIONS, ITEMS, KEY
 from gridlab.cli.grid_commands import GridArg, load
 from gridlab.cli.output import echo, user_errors
 
@@ -53,7 +53,7 @@ def export(
 
     expanded = load(grid)
     only = [c.strip() for value in cells or [] for c in value.split(",") if c.strip()]
-    folder = out or default_folder(expanded.results_dir)
+    folder = out or expanded.workspace.annotation
     report = export_grid(expanded, folder, only or None, per_cell, force)
     echo(f"{report.items} items from {len(report.cells)} cells written to {folder}/")
     if report.skipped:
@@ -82,7 +82,7 @@ def score(
     from gridlab.annotate.score import markdown, score_folder, write_scores
 
     expanded = load(grid)
-    folder = folder or default_folder(expanded.results_dir)
+    folder = folder or expanded.workspace.annotation
     scores = score_folder(folder, expanded.spec.name)
     echo(markdown(scores))
     written = write_scores(folder, scores)

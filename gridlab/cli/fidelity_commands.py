@@ -3,7 +3,6 @@ published numbers beside ours with a verdict and an ablation, and each study's w
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +11,7 @@ import typer
 
 from gridlab.cli.grid_commands import load
 from gridlab.cli.output import echo, user_errors
+from gridlab.store.atomic import write_text
 
 GridsArg = Annotated[list[Path], typer.Argument(help="Grid files (YAML), in the order the document shows them.")]
 OutOption = Annotated[Path, typer.Option("--out", help="The Markdown file to write (replaced whole).")]
@@ -26,10 +26,7 @@ def fidelity(grids: GridsArg, out: OutOption = Path("docs/fidelity.md")) -> None
     expanded = [load(grid, check_data=False) for grid in grids]  # rows suffice, as for `gridlab report`
     command = shlex.join(["gridlab", "fidelity", *map(str, grids), "--out", str(out)])
     text = fidelity_document(expanded, command)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, out)
+    write_text(out, text)
     echo(f"fidelity: {out}")
     for grid in expanded:
         echo(f"  {grid.spec.name}: {grid.file}")

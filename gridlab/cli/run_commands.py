@@ -8,11 +8,12 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from gridlab.checkpoints import ModelStore
 from gridlab.cli.grid_commands import GridArg, WhereOption, load
 from gridlab.cli.output import console, echo, user_errors
 from gridlab.errors import GridlabError
 from gridlab.grid.suggest import unknown
+from gridlab.store.layout import CellFiles
+from gridlab.store.models import ModelStore
 
 
 @user_errors
@@ -75,7 +76,7 @@ def analyze(
 def status(grid: GridArg, where: WhereOption = None) -> None:
     """Per cell: trained, failed (with the reason) or pending; where its checkpoint and MLflow run are."""
     expanded = load(grid, where)
-    store = ModelStore(expanded.results_dir)
+    store = ModelStore(expanded.workspace.models)
     table = Table(title=f"{expanded.spec.name}: {len(expanded.cells)} cells", title_justify="left")
     for column in ("cell", "dataset", "encoder", "attention", "seed", "state", "detail", "checkpoint / MLflow run"):
         table.add_column(column, no_wrap=column not in ("detail", "checkpoint / MLflow run"))
@@ -85,9 +86,9 @@ def status(grid: GridArg, where: WhereOption = None) -> None:
         state = folder.state()
         counts[state] += 1
         detail, location = "", ""
-        run = folder.read("tracking.json")["mlflow_run_id"] if (folder.path / "tracking.json").is_file() else "-"
+        run = folder.mlflow_run_id() or "-"
         if state == "trained":
-            metrics = folder.read("metrics.json")
+            metrics = folder.read(CellFiles.METRICS)
             detail = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if k.startswith("test_"))
             location = f"{folder.checkpoint} / {run}"
         elif state == "failed":

@@ -20,6 +20,7 @@ from gridlab.data.files import CHUNK, sha256_file
 from gridlab.data.spec import DatasetSpec, SourceFile
 from gridlab.data.vectors import VECTORS_FOLDER, VectorSet, vectors_folder
 from gridlab.errors import ChecksumError, DataError
+from gridlab.store.atomic import replaced
 
 MIRROR_ENV = "GRIDLAB_DATA_MIRROR"
 TIMEOUT_S = 60
@@ -66,10 +67,8 @@ def _fetch_file(release_file: SourceFile, folder: Path, url: str, progress: Call
     if destination.is_file() and _matches(release_file, destination):
         progress(f"{destination}: already present, {_verified(release_file)}")
         return Fetched(destination, downloaded=False)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    partial = destination.with_name(f".{destination.name}.part")
     progress(f"{url} -> {destination}")
-    try:
+    with replaced(destination) as partial:  # a failed check leaves nothing behind
         digest = _download(url, partial)
         if release_file.sha256 is not None and digest != release_file.sha256:
             raise ChecksumError(
@@ -79,9 +78,6 @@ def _fetch_file(release_file: SourceFile, folder: Path, url: str, progress: Call
         size = partial.stat().st_size
         if release_file.size is not None and size != release_file.size:
             raise ChecksumError(f"{url}: {size} bytes, the release has {release_file.size}; nothing was written")
-        os.replace(partial, destination)
-    finally:
-        partial.unlink(missing_ok=True)
     return Fetched(destination, downloaded=True)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +16,8 @@ from gridlab.data.catalog import DATASETS
 from gridlab.data.files import sha256_file
 from gridlab.data.presence import splits_status
 from gridlab.data.spec import DatasetSpec
+from gridlab.store.atomic import write_json
+from gridlab.store.layout import Results
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class DatasetStatus:
 
 def default_cache_dir() -> Path:
     """$GRIDLAB_CACHE, else ./runs/cache (the default results_dir's cache)."""
-    return Path(os.environ.get("GRIDLAB_CACHE") or Path("runs") / "cache")
+    return Path(os.environ.get("GRIDLAB_CACHE") or Results(Path("runs")).cache)
 
 
 def inventory(data_dir: Path, cache_dir: Path, ids: list[str] | None = None) -> list[DatasetStatus]:
@@ -75,9 +76,6 @@ def _load_counts(cache_dir: Path) -> dict[str, dict[str, int]]:
 def _save_counts(cache_dir: Path, counts: dict[str, dict[str, int]]) -> None:
     """Best effort and atomic: a read-only or racing cache only costs a recount next time."""
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=cache_dir, delete=False, suffix=".tmp") as handle:
-            json.dump(counts, handle)
-        os.replace(handle.name, cache_dir / "rows.json")
+        write_json(cache_dir / "rows.json", counts, indent=None)
     except OSError:
         return  # counting again next time is the whole cost

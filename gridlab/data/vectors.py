@@ -18,8 +18,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ import numpy as np
 from gridlab.data.spec import SourceFile
 from gridlab.data.vocab import Vocab
 from gridlab.errors import DataError
+from gridlab.store.atomic import replaced
 
 VECTORS_FOLDER = "vectors"
 CACHE_VERSION = 1
@@ -310,24 +309,13 @@ def _unpack_member(source: VectorSource) -> Path:
 
 
 def _write_stream(target: Path, stream) -> None:
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            while chunk := stream.read(1 << 20):
-                out.write(chunk)
-        os.replace(temporary, target)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+    with replaced(target) as partial, open(partial, "wb") as out:
+        while chunk := stream.read(1 << 20):
+            out.write(chunk)
 
 
 def write_npz(path: Path, **arrays: np.ndarray) -> None:
     """Written beside and renamed into place: a killed process never leaves a cache entry that loads wrong."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npz")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            # numpy's stubs give savez an `allow_pickle: bool` keyword (2.x only), which mypy matches **arrays against
-            np.savez(out, **arrays)  # type: ignore[arg-type]
-        os.replace(temporary, path)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+    with replaced(path) as partial, open(partial, "wb") as out:
+        # numpy's stubs give savez an `allow_pickle: bool` keyword (2.x only), which mypy matches **arrays against
+        np.savez(out, **arrays)  # type: ignore[arg-type]

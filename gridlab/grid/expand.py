@@ -33,6 +33,7 @@ from gridlab.grid.problems import Problem, from_validation_error, location
 from gridlab.grid.schema import CellConfig, GridFile
 from gridlab.grid.suggest import unknown
 from gridlab.models.compatibility import incompatibilities
+from gridlab.store.layout import GridWorkspace, Results
 
 ID_LENGTH = 12
 CELL_SCHEMA_VERSION = 1
@@ -65,7 +66,17 @@ class ExpandedGrid:
 
     @property
     def results_dir(self) -> Path:
-        return self.spec.results_dir / self.spec.name
+        return self.workspace.path
+
+    @property
+    def results(self) -> Results:
+        """`results_dir`: what every grid written there shares (dataset cache, default tracking store)."""
+        return Results(self.spec.results_dir)
+
+    @property
+    def workspace(self) -> GridWorkspace:
+        """`results_dir/<grid>`: this grid's models, parts, summary and launch records."""
+        return self.results.grid(self.spec.name)
 
 
 def resolve_data_dir(configured: Path | None) -> Path:

@@ -79,13 +79,13 @@ def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
 
 def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
     inputs = ReportInputs.load(grid)
-    out = Path(out) if out is not None else grid.results_dir / "report"
+    out = Path(out) if out is not None else grid.workspace.report
     judged = fidelity(inputs)
     sections = [run_section(section, inputs) for section in load_sections()]
     trained = len(inputs.cells)
     intro = (
         f"Grid {grid.spec.name} ({grid.file}): {trained} of {len(grid.cells)} cells trained; "
-        f"rows from {grid.results_dir / 'analyses'}. Every number in the tables is computed from those rows, "
+        f"rows from {grid.workspace.analyses}. Every number in the tables is computed from those rows, "
         "per model first and then across seeds; the papers' columns come from gridlab.report.published."
     )
     # The fidelity table first: does this grid reproduce the papers, and where not, what tests why.

@@ -107,7 +107,7 @@ def fidelity_document(
 ) -> str:
     entries = load_ablations() if entries is None else entries
     results = [fidelity(ReportInputs.load(grid), entries) for grid in grids]
-    times = [wall_time(grid.results_dir) for grid in grids]
+    times = [wall_time(grid.workspace) for grid in grids]
     parts = [
         "# Fidelity: gridlab against the papers",
         "",
@@ -139,9 +139,10 @@ def fidelity_document(
         "",
         markdown_table(wall_time_frame(grids, times)),
         "",
-        "Launch wall time: from `launches.jsonl` (start and end of every `gridlab launch`; training and "
-        "analyses together, trials in parallel). Trial time: Ray Tune's `time_this_iter_s` summed over every "
-        "epoch of every trial (`tune/launch-*/<cell>/result.json`), so it exceeds the wall time when trials run "
-        "side by side. Analysis shards are not timed one by one; their time is inside the launch's.",
+        "Launch wall time: from the grid's launch log (a start and an end line for every `gridlab launch`; "
+        "training and analyses together, trials in parallel). Trial time: Ray Tune's `time_this_iter_s` summed "
+        "over every epoch of every trial (its result log in the launch's Tune experiment), so it exceeds the wall "
+        "time when trials run side by side. Analysis shards are not timed one by one; their time is inside the "
+        "launch's. Where these files live: gridlab/store/layout.py.",
     ]
     return "\n".join(parts).rstrip() + "\n"

@@ -19,11 +19,11 @@ from typing import Any
 
 import pandas as pd
 
-from gridlab.checkpoints import ModelStore
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.grid.paths import get_path
 from gridlab.results.parts import AXES
-from gridlab.results.summary import summary_path
+from gridlab.store.layout import CellFiles
+from gridlab.store.models import ModelStore
 
 
 @dataclass
@@ -51,13 +51,7 @@ class ReportInputs:
         """All rows of one analysis for the grid's cells (hive partition column `cell` dropped), or None when
         none were written. Only the grid's cells count: a grid restricted with --where reports on its own."""
         if analysis_id not in self._rows:
-            folder = self.results_dir / "analyses" / analysis_id
-            cells = {c.id for c in self.grid.cells}
-            parts = (
-                sorted(p for p in folder.glob("cell=*/part-*.parquet") if p.parent.name[len("cell=") :] in cells)
-                if folder.is_dir()
-                else []
-            )
+            parts = self.grid.workspace.parts_of(analysis_id, {c.id for c in self.grid.cells})
             frame = None
             if parts:
                 frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
@@ -67,19 +61,19 @@ class ReportInputs:
 
     @cached_property
     def summary(self) -> pd.DataFrame | None:
-        path = summary_path(self.results_dir)
+        path = self.grid.workspace.summary
         return pd.read_parquet(path) if path.is_file() else None
 
     @cached_property
     def cells(self) -> pd.DataFrame:
         """One row per trained cell: cell_id, the axes, the model block, and its test metrics (`test_*`)."""
-        store = ModelStore(self.results_dir)
+        store = ModelStore(self.grid.workspace.models)
         records = []
         for cell in self.grid.cells:
             folder = store.cell(cell.id)
             if folder.state() != "trained":
                 continue
-            metrics = folder.read("metrics.json")
+            metrics = folder.read(CellFiles.METRICS)
             records.append(
                 {
                     "cell_id": cell.id,

@@ -27,7 +27,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +35,7 @@ import pandas as pd
 
 from gridlab.errors import GridlabError
 from gridlab.report.artifacts import Artifact, Figure, Fragment, Table
+from gridlab.store.atomic import publish_folder, replaced, staging_folder, write_text
 
 MANIFEST = "report.json"
 MANIFEST_VERSION = 1
@@ -59,12 +59,11 @@ def render_report(sections: list[SectionResult], out: Path, title: str, intro: s
     _check_ids(sections)
     out = Path(out)
     _check_replaceable(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    staging = staging_folder(out)
     os.chmod(staging, 0o755)  # mkdtemp makes it private; the report is meant to be read and served
     try:
         manifest = _write_all(sections, staging, title, intro)
-        _swap_into_place(staging, out)
+        publish_folder(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -92,16 +91,6 @@ def _check_replaceable(out: Path) -> None:
         raise GridlabError(
             f"{out} exists and is not a gridlab report (no {MANIFEST}); choose another --out or remove it"
         )
-
-
-def _swap_into_place(staging: Path, out: Path) -> None:
-    if not out.exists():
-        os.rename(staging, out)
-        return
-    retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    os.rename(out, retired / out.name)  # within one filesystem: a rename, no copy
-    os.rename(staging, out)
-    shutil.rmtree(retired)
 
 
 # ---------------------------------------------------------------- files
@@ -138,8 +127,8 @@ def _write_all(sections: list[SectionResult], folder: Path, title: str, intro: s
         "artifacts": entries,
         "missing": [f"{s.title}: {line}" for s in sections for line in s.missing],
     }
-    _atomic_write(folder / "index.html", _index_html(sections, title, intro))
-    _atomic_write(folder / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    write_text(folder / "index.html", _index_html(sections, title, intro))
+    write_text(folder / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest
 
 
@@ -149,14 +138,13 @@ def _kind(artifact: Artifact) -> str:
 
 def _write_artifact(artifact: Artifact, folder: Path) -> list[str]:
     if isinstance(artifact, Table):
-        _atomic_write(folder / f"{artifact.id}.md", table_markdown(artifact))
-        _atomic_write(folder / f"{artifact.id}.csv", artifact.frame.to_csv(index=False))
+        write_text(folder / f"{artifact.id}.md", table_markdown(artifact))
+        write_text(folder / f"{artifact.id}.csv", artifact.frame.to_csv(index=False))
         return [f"{artifact.id}.md", f"{artifact.id}.csv"]
     if isinstance(artifact, Figure):
         target = folder / f"{artifact.id}.png"
-        partial = target.with_name(f".{target.name}.partial")
-        artifact.figure.savefig(partial, dpi=DPI, format="png", bbox_inches="tight")
-        os.replace(partial, target)
+        with replaced(target) as partial:
+            artifact.figure.savefig(partial, dpi=DPI, format="png", bbox_inches="tight")
         artifact.figure.clear()  # no pyplot: nothing else holds it, this frees the artists now
         return [target.name]
     if isinstance(artifact, Fragment):
@@ -165,15 +153,9 @@ def _write_artifact(artifact: Artifact, folder: Path) -> list[str]:
             f"</title><style>{CSS}</style></head><body><h1>{_e(artifact.title)}</h1>\n{artifact.html}\n"
             f'<p class="caption">{_e(artifact.caption)}</p></body></html>\n'
         )
-        _atomic_write(folder / f"{artifact.id}.html", page)
+        write_text(folder / f"{artifact.id}.html", page)
         return [f"{artifact.id}.html"]
     raise TypeError(f"not a report artifact: {artifact!r}")
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
 
 
 # ---------------------------------------------------------------- Markdown

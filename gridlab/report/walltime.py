@@ -1,10 +1,8 @@
-"""How long a study took on the machine that ran it, from what its launches left under results_dir/<grid>/:
+"""How long a study took on the machine that ran it, from what its launches left in the grid's workspace
+(`gridlab.store.layout`): the launch log, a start and an end line per `gridlab launch`, and Ray Tune's
+result log of every trial, a line per report (one per epoch, one final), each with `time_this_iter_s`.
 
-    launches.jsonl                       a start and an end line per `gridlab launch` (gridlab.trials.launch)
-    tune/launch-NNN/<cell>/result.json   Ray Tune's line per report of a trial: one per epoch, one final,
-                                         each with `time_this_iter_s`
-
-    >>> wall_time(expanded.results_dir)
+    >>> wall_time(expanded.workspace)
     WallTime(launches=2, launch_seconds=1834.2, unfinished=0, trials=18, epochs=131, train_seconds=3310.5)
 
 Launch seconds are wall-clock (training and analyses together, trials in parallel); train seconds are the
@@ -20,8 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-LAUNCH_LOG = "launches.jsonl"  # gridlab.trials.launch.LAUNCH_LOG (not imported: that module loads Ray)
-TUNE_RESULTS = "tune/launch-*/*/result.json"
+from gridlab.store.layout import GridWorkspace
 
 
 @dataclass(frozen=True)
@@ -60,9 +57,9 @@ def duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
-def wall_time(grid_results: Path) -> WallTime:
-    launches, seconds, unfinished = _launches(grid_results / LAUNCH_LOG)
-    trials, epochs, train = _trials(grid_results)
+def wall_time(workspace: GridWorkspace) -> WallTime:
+    launches, seconds, unfinished = _launches(workspace.launch_log)
+    trials, epochs, train = _trials(workspace)
     return WallTime(launches, seconds, unfinished, trials, epochs, train)
 
 
@@ -90,9 +87,9 @@ def _launches(log: Path) -> tuple[int, float, int]:
     return len(finished), float(sum(line["seconds"] for line in finished)), len(started - set(ended)) + failed
 
 
-def _trials(grid_results: Path) -> tuple[int, int, float]:
+def _trials(workspace: GridWorkspace) -> tuple[int, int, float]:
     trials, epochs, seconds = 0, 0, 0.0
-    for path in sorted(grid_results.glob(TUNE_RESULTS)):
+    for path in workspace.tune_results():
         reports = _json_lines(path)
         if not reports:
             continue

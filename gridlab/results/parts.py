@@ -13,9 +13,7 @@ on carved splits can never pass for results on official ones.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gridlab.grid.schema import CellConfig
+from gridlab.store.atomic import replaced
+from gridlab.store.layout import GridWorkspace
 
 AXES = ("dataset", "encoder", "attention", "projection", "projection_lambda", "architecture", "attention_mode", "seed")
 
@@ -53,10 +53,6 @@ COMMON_SCHEMA = pa.schema(
 MODEL_COMMON_SCHEMA = pa.schema(
     [f for f in COMMON_SCHEMA if f.name not in ("instance_id", "length", "label", "pred", "max_attention")]
 )
-
-
-def part_path(grid_results: Path, analysis_id: str, cell_id: str, shard: int) -> Path:
-    return grid_results / "analyses" / analysis_id / f"cell={cell_id}" / f"part-{shard:05d}.parquet"
 
 
 def common_columns(
@@ -118,25 +114,17 @@ def rows_table(common: dict[str, pa.Array], specific: dict[str, object], schema:
 
 
 def write_part(path: Path, table: pa.Table) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    try:
-        pq.write_table(table, temporary)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    with replaced(path) as partial:
+        pq.write_table(table, partial)
 
 
-def drop_cell_parts(grid_results: Path, cell_id: str, analyses: list[str] | None = None) -> int:
+def drop_cell_parts(workspace: GridWorkspace, cell_id: str, analyses: list[str] | None = None) -> int:
     """Delete a cell's parts (of every analysis, or of `analyses`): rows of a model that is retrained would
     otherwise pass for rows of the new one. Returns how many partition folders were removed."""
-    root = grid_results / "analyses"
     folders = (
-        [root / a / f"cell={cell_id}" for a in analyses]
+        [workspace.cell_parts(a, cell_id) for a in analyses]
         if analyses is not None
-        else list(root.glob(f"*/cell={cell_id}"))
+        else workspace.cell_partitions(cell_id)
     )
     removed = 0
     for folder in folders:

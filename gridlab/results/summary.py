@@ -8,26 +8,21 @@ MLflow run. Each analysis module's `summarize(rows)` defines its own numbers (me
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 
 from gridlab.analyses.implementations import IMPLEMENTATIONS
-from gridlab.checkpoints import ModelStore
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.parts import AXES, write_part
-
-
-def summary_path(grid_results: Path) -> Path:
-    return grid_results / "summary.parquet"
+from gridlab.store.models import ModelStore
 
 
 def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
     """One row per trained cell with rows in any analysis; empty when no analysis has run."""
     by_cell: dict[str, dict[str, object]] = {}
     for analysis_id, module in IMPLEMENTATIONS.items():
-        folder = grid.results_dir / "analyses" / analysis_id
+        folder = grid.workspace.analysis(analysis_id)
         if analysis_id not in grid.analyses or not folder.is_dir():
             continue
         rows = pd.read_parquet(folder)
@@ -55,7 +50,7 @@ def write_summary(grid: ExpandedGrid) -> pd.DataFrame:
     frame = summarize_grid(grid)
     if frame.empty:
         return frame
-    path = summary_path(grid.results_dir)
+    path = grid.workspace.summary
     merged = frame
     if path.is_file():
         previous = pd.read_parquet(path)
@@ -67,17 +62,17 @@ def write_summary(grid: ExpandedGrid) -> pd.DataFrame:
 
 def log_summaries(grid: ExpandedGrid, frame: pd.DataFrame, tracker) -> int:
     """Log each cell's summary as metrics on its MLflow run; returns how many runs were updated."""
-    store = ModelStore(grid.results_dir)
+    store = ModelStore(grid.workspace.models)
     updated = 0
     for record in frame.to_dict("records"):
-        folder = store.cell(record["cell_id"])
-        if not (folder.path / "tracking.json").is_file():
+        run_id = store.cell(record["cell_id"]).mlflow_run_id()
+        if run_id is None:
             continue
         metrics = {
             k: float(v)
             for k, v in record.items()
             if "." in k and isinstance(v, (int, float)) and not math.isnan(float(v))
         }
-        tracker.log_epoch(folder.read("tracking.json")["mlflow_run_id"], 0, metrics)
+        tracker.log_epoch(run_id, 0, metrics)
         updated += 1
     return updated

@@ -23,7 +23,7 @@ import ray
 from ray.exceptions import RayActorError, RayError
 
 from gridlab.grid.expand import ExpandedGrid
-from gridlab.results.summary import log_summaries, summary_path, write_summary
+from gridlab.results.summary import log_summaries, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 from gridlab.shards.plan import ShardJob, not_implemented, plan_jobs
 from gridlab.shards.runner import ShardRunner
@@ -140,7 +140,7 @@ class AnalysisDispatcher:
         return AnalysisActor.options(num_cpus=resources.cpu, num_gpus=resources.gpu).remote(
             str(self.grid.results_dir.resolve()),
             str(self.grid.data_dir.resolve()),
-            str((spec.results_dir / "cache").resolve()),
+            str(self.grid.results.cache.resolve()),
             spec.device,
             resources.cpu,
             resources.gpu,
@@ -188,4 +188,4 @@ def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
     if frame.empty:
         return
     updated = log_summaries(grid, frame, tracker)
-    emit(f"summaries: {len(frame)} cells in {summary_path(grid.results_dir)}, logged to {updated} MLflow runs")
+    emit(f"summaries: {len(frame)} cells in {grid.workspace.summary}, logged to {updated} MLflow runs")

@@ -9,16 +9,14 @@ runs it, and planning again after a crash finds exactly the parts that are missi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from gridlab.analyses.implementations import IMPLEMENTATIONS
 from gridlab.analyses.registry import ANALYSES
 from gridlab.analyses.seed_variance import peers_of
-from gridlab.checkpoints import ModelStore
 from gridlab.grid.expand import Cell, ExpandedGrid
-from gridlab.results.parts import part_path
+from gridlab.store.layout import CellFiles, GridWorkspace
+from gridlab.store.models import ModelStore
 
 SPLIT = "test"
 
@@ -49,9 +47,9 @@ def plan_shards(test_rows: int, instances: int | None, shard_size: int) -> list[
     return [Shard(i, start, min(start + shard_size, total)) for i, start in enumerate(range(0, total, shard_size))]
 
 
-def rows_in_test_split(grid_results: Path, cell_id: str) -> int:
+def rows_in_test_split(workspace: GridWorkspace, cell_id: str) -> int:
     """Rows of the cell's test split, as recorded when it was trained."""
-    return json.loads((ModelStore(grid_results).cell(cell_id).path / "data.json").read_text())["rows"][SPLIT]
+    return ModelStore(workspace.models).cell(cell_id).read(CellFiles.DATA)["rows"][SPLIT]
 
 
 def plan_jobs(
@@ -63,7 +61,7 @@ def plan_jobs(
     A grid-level analysis (seed_variance) of a cell is planned once every cell of its seed group has finished
     training (trained or failed) and at least one peer is trained; until then it is left for a later plan.
     """
-    store = ModelStore(grid.results_dir)
+    store = ModelStore(grid.workspace.models)
     states = {c.id: store.cell(c.id).state() for c in grid.cells}
     configs = {c.id: c.config.model_dump(mode="json") for c in grid.cells}
     wanted_cells = _with_seed_peers(cell_ids, configs) if cell_ids is not None else set(configs)
@@ -80,16 +78,14 @@ def plan_jobs(
                 analyses = {a: p for a, p in analyses.items() if ANALYSES[a].scope != "grid"}
         if not analyses:
             continue
-        rows = rows_in_test_split(grid.results_dir, cell.id)
+        rows = rows_in_test_split(grid.workspace, cell.id)
         per_model = {a: p for a, p in analyses.items() if ANALYSES[a].scope == "model"}
         per_instance = {a: p for a, p in analyses.items() if a not in per_model}
         units = [(shard, per_instance) for shard in plan_shards(rows, grid.spec.instances, grid.spec.shard_size)]
         if per_model:  # one unit over the whole test split, as shard 0
             units.append((Shard(0, 0, rows), per_model))
         for shard, planned in units:
-            missing = {
-                a: p for a, p in planned.items() if not part_path(grid.results_dir, a, cell.id, shard.index).exists()
-            }
+            missing = {a: p for a, p in planned.items() if not grid.workspace.part(a, cell.id, shard.index).exists()}
             existing += len(planned) - len(missing)
             if missing:
                 uses_peers = any(ANALYSES[a].scope == "grid" for a in missing)

@@ -20,7 +20,6 @@ from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
 from gridlab.analyses.implementations import IMPLEMENTATIONS
 from gridlab.analyses.registry import ANALYSES
-from gridlab.checkpoints import ModelStore
 from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.errors import GridlabError
@@ -29,8 +28,10 @@ from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.models.seq2seq import Seq2Seq
-from gridlab.results.parts import common_columns, model_common_columns, part_path, rows_table, write_part
+from gridlab.results.parts import common_columns, model_common_columns, rows_table, write_part
 from gridlab.shards.plan import SPLIT, ShardJob
+from gridlab.store.layout import CellFiles, GridWorkspace
+from gridlab.store.models import ModelStore
 
 
 @dataclass
@@ -42,7 +43,7 @@ class LoadedCell:
 
 class ShardRunner:
     def __init__(self, grid_results: Path, data_dir: Path, cache_dir: Path, device: torch.device):
-        self.grid_results = grid_results
+        self.workspace = GridWorkspace(grid_results)
         self.data_dir = data_dir
         self.cache_dir = cache_dir
         self.device = device
@@ -50,7 +51,7 @@ class ShardRunner:
 
     def missing(self, job: ShardJob) -> list[str]:
         """The analyses of the job whose part is not written yet."""
-        return [a for a in job.analyses if not part_path(self.grid_results, a, job.cell_id, job.shard.index).exists()]
+        return [a for a in job.analyses if not self.workspace.part(a, job.cell_id, job.shard.index).exists()]
 
     def run(self, job: ShardJob) -> list[Path]:
         todo = self.missing(job)
@@ -102,7 +103,7 @@ class ShardRunner:
         rows = module.run_model(context, cell.data)
         n = len(next(iter(rows.values())))
         columns = model_common_columns(job.grid, job.cell_id, cell.config, SPLIT, module.VERSION, n)
-        path = part_path(self.grid_results, module.ID, job.cell_id, 0)
+        path = self.workspace.part(module.ID, job.cell_id, 0)
         write_part(path, rows_table(columns, rows, module.SCHEMA))
         return path
 
@@ -112,21 +113,21 @@ class ShardRunner:
         joined = {k: np.concatenate([c[k] for c in common]) for k in common[0]}
         specific = {f.name: np.concatenate([b[f.name] for b in batches]).tolist() for f in module.SCHEMA}
         columns = common_columns(job.grid, job.cell_id, config, SPLIT, module.VERSION, **joined)
-        path = part_path(self.grid_results, module.ID, job.cell_id, job.shard.index)
+        path = self.workspace.part(module.ID, job.cell_id, job.shard.index)
         write_part(path, rows_table(columns, specific, module.SCHEMA))
         return path
 
     def load(self, cell_id: str) -> LoadedCell:
         """The cell's config, prepared dataset and trained model (eval mode, on the runner's device), loaded once."""
         if cell_id not in self._cells:
-            folder = ModelStore(self.grid_results).cell(cell_id)
+            folder = ModelStore(self.workspace.models).cell(cell_id)
             if folder.state() != "trained":
                 raise GridlabError(f"cell {cell_id} is not trained (run `gridlab launch` first)")
-            stored = folder.read("config.json")
+            stored = folder.read(CellFiles.CONFIG)
             stored.pop("cell_id", None)
             config = CellConfig.model_validate(stored)
             data = load_dataset(config.dataset, self.data_dir, self.cache_dir, config.data)
-            reference = folder.read("data.json")
+            reference = folder.read(CellFiles.DATA)
             if data.vocab.digest() != reference["vocab_sha256"]:
                 raise GridlabError(
                     f"cell {cell_id}: the dataset's vocabulary differs from the one it was trained "

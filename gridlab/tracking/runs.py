@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gridlab.store.layout import CellFiles
+
 KIND_TAG = "gridlab.kind"
 BATCH = 100  # MLflow's log_batch limit on params per call
 
@@ -104,7 +106,7 @@ class Tracker:
 
     def finish_cell(self, run_id: str, metrics: dict[str, float], folder: Path) -> None:
         self.log_epoch(run_id, 0, metrics)
-        for name in ("config.json", "metrics.json", "history.json", "data.json"):
+        for name in (CellFiles.CONFIG, CellFiles.METRICS, CellFiles.HISTORY, CellFiles.DATA):
             if (folder / name).is_file():
                 self.client.log_artifact(run_id, str(folder / name))
         self.client.set_terminated(run_id, "FINISHED")

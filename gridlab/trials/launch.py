@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -26,20 +25,19 @@ from pathlib import Path
 from ray import tune
 
 from gridlab.analyses.seed_variance import peers_of
-from gridlab.checkpoints import ModelStore
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
 from gridlab.results.parts import drop_cell_parts
 from gridlab.shards.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.shards.plan import plan_jobs
+from gridlab.store.atomic import write_json
+from gridlab.store.layout import LAUNCH_MARKER
+from gridlab.store.models import ModelStore
 from gridlab.tracking.runs import Tracker
 from gridlab.trials.progress import GridProgress
 from gridlab.trials.ray_session import ray_session
 from gridlab.trials.trainable import cell_id_of, train_cell, trial_params
-
-MARKER = "gridlab-launch.json"
-LAUNCH_LOG = "launches.jsonl"  # one start and one end line per launch (gridlab.report.walltime reads it)
 
 
 @dataclass(frozen=True)
@@ -51,11 +49,11 @@ class LaunchReport:
 
 
 def tracking_uri(grid: ExpandedGrid) -> str:
-    return grid.spec.tracking_uri or f"sqlite:///{(grid.spec.results_dir / 'mlflow.db').resolve()}"
+    return grid.spec.tracking_uri or f"sqlite:///{grid.results.tracking_db.resolve()}"
 
 
 def tracker_for(grid: ExpandedGrid) -> Tracker:
-    artifact_root = None if grid.spec.tracking_uri else grid.spec.results_dir / "mlartifacts"
+    artifact_root = None if grid.spec.tracking_uri else grid.results.artifacts
     return Tracker(tracking_uri(grid), grid.spec.name, artifact_root)
 
 
@@ -64,14 +62,14 @@ def cells_to_train(grid: ExpandedGrid, force: list[str]) -> list[Cell]:
     for cell_id in force:
         if cell_id not in ids:
             raise GridlabError(unknown("cell id", cell_id, sorted(ids)) + " (see `gridlab plan`)")
-    store = ModelStore(grid.results_dir)
+    store = ModelStore(grid.workspace.models)
     return [c for c in grid.cells if c.id in force or store.cell(c.id).state() != "trained"]
 
 
 def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None]) -> LaunchReport:
     """Train what is untrained and run (or resume) the analyses of every trained cell, each model's as soon
     as it is trained. A forced cell's old rows (and its seed peers' seed_variance rows) are dropped first.
-    Its start and end go to `results_dir/<grid>/launches.jsonl` (a study's wall time, `gridlab fidelity`)."""
+    Its start and end go to the grid's launch log (a study's wall time, `gridlab fidelity`)."""
     with _timed(grid) as record:
         report = _launch(grid, force, address, emit)
         record.update(trained=len(report.trained), failed=len(report.failed))
@@ -100,7 +98,7 @@ def _timed(grid: ExpandedGrid) -> Iterator[dict]:
 
 def _log_launch(grid: ExpandedGrid, line: dict) -> None:
     grid.results_dir.mkdir(parents=True, exist_ok=True)
-    with open(grid.results_dir / LAUNCH_LOG, "a", encoding="utf-8") as log:
+    with open(grid.workspace.launch_log, "a", encoding="utf-8") as log:
         log.write(json.dumps(line) + "\n")
 
 
@@ -124,9 +122,9 @@ def _launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Cal
 def _drop_stale_rows(grid: ExpandedGrid, force: list[str], emit: Callable[[str], None]) -> None:
     configs = {c.id: c.config.model_dump(mode="json") for c in grid.cells}
     for cell_id in force:
-        removed = drop_cell_parts(grid.results_dir, cell_id)
+        removed = drop_cell_parts(grid.workspace, cell_id)
         for peer in peers_of(configs[cell_id], configs):
-            removed += drop_cell_parts(grid.results_dir, peer, ["seed_variance"])
+            removed += drop_cell_parts(grid.workspace, peer, ["seed_variance"])
         if removed:
             emit(f"{cell_id}: retraining, so {removed} folders of its analysis rows were removed")
 
@@ -167,10 +165,9 @@ def _train(
         f"MLflow at {tracking_uri(grid)}"
     )
     grid.results_dir.mkdir(parents=True, exist_ok=True)
-    tune_root = (grid.results_dir / "tune").resolve()
     tracker = tracker_for(grid)
-    store = ModelStore(grid.results_dir)
-    for experiment in _unfinished(tune_root):
+    store = ModelStore(grid.workspace.models)
+    for experiment in _unfinished(grid):
         emit(f"resuming the interrupted launch {experiment.name}")
         tune.Tuner.restore(
             str(experiment), trainable=_trainable(grid), resume_unfinished=True, resume_errored=False
@@ -180,7 +177,7 @@ def _train(
         tracker.end_launch(marker["parent_run"], states.count("trained"), states.count("failed"))
     remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
     if remaining:
-        _run(grid, remaining, tune_root, tracker, emit, already=len(grid.cells) - len(pending), dispatcher=dispatcher)
+        _run(grid, remaining, tracker, emit, already=len(grid.cells) - len(pending), dispatcher=dispatcher)
     folders = {c.id: store.cell(c.id) for c in pending}
     return LaunchReport(
         trained=[i for i, s in folders.items() if s.state() == "trained"],
@@ -197,15 +194,14 @@ def _trainable(grid: ExpandedGrid):
 def _run(
     grid: ExpandedGrid,
     cells: list[Cell],
-    tune_root: Path,
     tracker: Tracker,
     emit: Callable[[str], None],
     already: int,
     dispatcher: AnalysisDispatcher | None,
 ) -> None:
     resources = grid.spec.resources.train
-    cache_dir = grid.spec.results_dir / "cache"
-    name = _next_name(tune_root)
+    cache_dir = grid.results.cache
+    experiment = grid.workspace.next_tune_experiment().resolve()
     params = [
         trial_params(
             c.id,
@@ -215,38 +211,37 @@ def _run(
             grid.spec.device,
             resources.cpu,
             resources.gpu,
-            trial_dir=tune_root / name / c.id,
+            trial_dir=experiment / c.id,
         )
         for c in cells
     ]
     parent = tracker.start_launch(len(cells))
     progress = GridProgress(
         grid.spec.name,
-        grid.results_dir.resolve(),
+        grid.workspace.models.resolve(),
         tracker,
         parent,
         {c.id: c.config.model_dump(mode="json") for c in cells},
         already,
         emit,
     )
-    tune_root.mkdir(parents=True, exist_ok=True)
     tuner = tune.Tuner(
         _trainable(grid),
         param_space={"trial": tune.grid_search(params)},
         tune_config=tune.TuneConfig(trial_name_creator=_trial_name, trial_dirname_creator=_trial_name),
         run_config=tune.RunConfig(
-            name=name,
-            storage_path=str(tune_root),
+            name=experiment.name,
+            storage_path=str(experiment.parent),
             callbacks=[progress, AnalyseWhenTrained(grid, dispatcher)],
             verbose=0,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             failure_config=tune.FailureConfig(max_failures=2),  # a lost worker resumes from its checkpoint
         ),
     )
-    (tune_root / name).mkdir(parents=True, exist_ok=True)
-    _write_marker(tune_root / name, {"finished": False, "cells": [c.id for c in cells], "parent_run": parent})
+    experiment.mkdir(parents=True, exist_ok=True)
+    _write_marker(experiment, {"finished": False, "cells": [c.id for c in cells], "parent_run": parent})
     tuner.fit()
-    _mark_finished(tune_root / name)
+    _mark_finished(experiment)
     counts = progress.counts()
     tracker.end_launch(parent, counts["trained"] - already, counts["failed"])
 
@@ -255,31 +250,22 @@ def _trial_name(trial) -> str:
     return cell_id_of(trial)
 
 
-def _next_name(tune_root: Path) -> str:
-    existing = sorted(tune_root.glob("launch-*")) if tune_root.is_dir() else []
-    return f"launch-{len(existing) + 1:03d}"
-
-
-def _unfinished(tune_root: Path) -> list[Path]:
-    if not tune_root.is_dir():
-        return []
+def _unfinished(grid: ExpandedGrid) -> list[Path]:
     return [
-        p
-        for p in sorted(tune_root.glob("launch-*"))
-        if (p / MARKER).is_file()
-        and not json.loads((p / MARKER).read_text())["finished"]
-        and tune.Tuner.can_restore(str(p))
+        p.resolve()
+        for p in grid.workspace.tune_experiments()
+        if (p / LAUNCH_MARKER).is_file()
+        and not json.loads((p / LAUNCH_MARKER).read_text())["finished"]
+        and tune.Tuner.can_restore(str(p.resolve()))
     ]
 
 
 def _write_marker(folder: Path, marker: dict) -> None:
     """What a launch's Tune experiment is for (its cells, its MLflow parent run) and whether it finished."""
-    tmp = folder / f".{MARKER}.tmp"
-    tmp.write_text(json.dumps(marker))
-    os.replace(tmp, folder / MARKER)
+    write_json(folder / LAUNCH_MARKER, marker, indent=None)
 
 
 def _mark_finished(folder: Path) -> dict:
-    marker = {**json.loads((folder / MARKER).read_text()), "finished": True}
+    marker = {**json.loads((folder / LAUNCH_MARKER).read_text()), "finished": True}
     _write_marker(folder, marker)
     return marker

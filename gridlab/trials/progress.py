@@ -12,9 +12,10 @@ from typing import Any
 
 from ray import tune
 
-from gridlab.checkpoints import ModelStore
+from gridlab.store.layout import CellFiles
+from gridlab.store.models import ModelStore
 from gridlab.tracking.runs import Tracker, flatten
-from gridlab.trials.trainable import FINAL_FILES, cell_id_of
+from gridlab.trials.trainable import cell_id_of
 
 TAG_KEYS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
 
@@ -25,7 +26,7 @@ class GridProgress(tune.Callback):
     def __init__(
         self,
         grid: str,
-        store_root: Path,
+        models: Path,
         tracker: Tracker,
         parent_run: str,
         cells: dict[str, dict[str, Any]],
@@ -33,7 +34,7 @@ class GridProgress(tune.Callback):
         emit: Callable[[str], None],
     ):
         self.grid = grid
-        self.store_root = store_root
+        self.models = models  # GridWorkspace.models: where finished trials are published
         self.tracker = tracker
         self.parent_run = parent_run
         self.cells = cells  # cell id -> resolved config (JSON)
@@ -101,18 +102,18 @@ class GridProgress(tune.Callback):
         return self.runs[cell_id]
 
     def _publish(self, cell_id: str, folder: Path) -> Path:
-        store = ModelStore(self.store_root)
+        store = ModelStore(self.models)
         with tempfile.TemporaryDirectory() as tmp:
             staged = Path(tmp)
-            for name in FINAL_FILES:
+            for name in CellFiles.TRAINED:
                 shutil.copyfile(folder / name, staged / name)
-            return store.publish(cell_id, staged, {"tracking.json": self._tracking(cell_id)}).path
+            return store.publish(cell_id, staged, {CellFiles.TRACKING: self._tracking(cell_id)}).path
 
     def _tracking(self, cell_id: str) -> dict[str, str]:
         return {"mlflow_run_id": self._run_for(cell_id), "tracking_uri": self.tracker.tracking_uri}
 
     def _fail(self, cell_id: str, reason: str) -> None:
-        ModelStore(self.store_root).write_failure(cell_id, reason, self.cells[cell_id], self._tracking(cell_id))
+        ModelStore(self.models).write_failure(cell_id, reason, self.cells[cell_id], self._tracking(cell_id))
         self.tracker.fail_cell(self._run_for(cell_id), reason)
         self._set(cell_id, "failed", reason)
 

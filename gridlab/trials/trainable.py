@@ -22,16 +22,16 @@ import ray
 import torch
 from ray import tune
 
-from gridlab.checkpoints import data_reference
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.grid.schema import CellConfig
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
+from gridlab.store.layout import CellFiles
+from gridlab.store.models import data_reference
 from gridlab.training.loop import NonFiniteLoss, Trainer, UndefinedSelection, evaluate
 
-TRAINER_STATE = "trainer.pt"
-FINAL_FILES = ("model.pt", "config.json", "data.json", "history.json", "metrics.json")
+TRAINER_STATE = "trainer.pt"  # in a Tune checkpoint (not a results file): the trainer's state after an epoch
 
 
 def trial_params(
@@ -81,9 +81,9 @@ def train_cell(config: dict[str, Any]) -> None:
     resumed_from = 0
     checkpoint = _resume_point(Path(params["trial_dir"]))
     if checkpoint is not None:
-        if (checkpoint / "metrics.json").is_file():  # finished before the driver could publish it
+        if (checkpoint / CellFiles.METRICS).is_file():  # finished before the driver could publish it
             tune.report(
-                json.loads((checkpoint / "metrics.json").read_text()),
+                json.loads((checkpoint / CellFiles.METRICS).read_text()),
                 checkpoint=tune.Checkpoint.from_directory(str(checkpoint)),
             )
             return
@@ -131,7 +131,7 @@ def _resume_point(trial_dir: Path) -> Path | None:
 def _checkpoint_epoch(folder: Path) -> float:
     """How far a checkpoint got: inf for a final one, the epoch for a trainer state, -1 if unusable (a kill
     can cut a copy short: checkpoints are copied into place, not renamed)."""
-    if (folder / "metrics.json").is_file():
+    if (folder / CellFiles.METRICS).is_file():
         return float("inf")
     try:
         return torch.load(folder / TRAINER_STATE, map_location="cpu", weights_only=False)["epoch"]
@@ -157,12 +157,12 @@ def _report_final(
     }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        torch.save({k: v.cpu() for k, v in trainer.model.state_dict().items()}, folder / "model.pt")
+        torch.save({k: v.cpu() for k, v in trainer.model.state_dict().items()}, folder / CellFiles.MODEL)
         files = {
-            "config.json": {"cell_id": cell_id, **config.model_dump(mode="json")},
-            "data.json": data_reference(data),
-            "history.json": [{"epoch": r.epoch, "train_loss": r.train_loss, **r.dev} for r in result.history],
-            "metrics.json": metrics,
+            CellFiles.CONFIG: {"cell_id": cell_id, **config.model_dump(mode="json")},
+            CellFiles.DATA: data_reference(data),
+            CellFiles.HISTORY: [{"epoch": r.epoch, "train_loss": r.train_loss, **r.dev} for r in result.history],
+            CellFiles.METRICS: metrics,
         }
         for name, value in files.items():
             (folder / name).write_text(json.dumps(value, indent=2, sort_keys=True))

@@ -17,7 +17,6 @@ import torch
 
 from gridlab.analyses.implementations import IMPLEMENTATIONS
 from gridlab.analyses.registry import ANALYSES
-from gridlab.checkpoints import ModelStore, data_reference
 from gridlab.data.batching import iterate_batches
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
@@ -29,6 +28,7 @@ from gridlab.models.factory import build_model
 from gridlab.results.parts import COMMON_SCHEMA
 from gridlab.shards.plan import Shard, ShardJob, plan_shards
 from gridlab.shards.runner import ShardRunner
+from gridlab.store.models import ModelStore, data_reference
 
 LN2 = math.log(2)
 INSTANCES = 30
@@ -104,7 +104,7 @@ def publish(tmp_path_factory, root: Path, config: CellConfig, data, model) -> st
     }
     for name, value in files.items():
         (staged / name).write_text(json.dumps(value))
-    ModelStore(root).publish(identifier, staged, {})
+    ModelStore(root / "models").publish(identifier, staged, {})
     return identifier
 
 

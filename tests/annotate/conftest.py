@@ -11,12 +11,12 @@ import pytest
 import torch
 import yaml
 
-from gridlab.checkpoints import ModelStore, data_reference
 from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.grid.expand import Cell, ExpandedGrid, expand
 from gridlab.grid.load import load_grid_file
 from gridlab.models.factory import build_model
+from gridlab.store.models import ModelStore, data_reference
 
 GRID = {
     "name": "h",
@@ -58,7 +58,7 @@ def publish(expanded: ExpandedGrid, cell: Cell, staged: Path) -> tuple[PreparedD
     }
     for name, value in files.items():
         (staged / name).write_text(json.dumps(value))
-    ModelStore(expanded.results_dir).publish(cell.id, staged, {})
+    ModelStore(expanded.workspace.models).publish(cell.id, staged, {})
     return data, model
 
 

@@ -85,12 +85,12 @@ class SyntheticGrid:
 
     def write_rows(self, analysis: str, cell, records: list[dict]) -> None:
         """One Parquet part of `analysis` for `cell`: the cell's common columns, then each record."""
-        from gridlab.results.parts import AXES, part_path
+        from gridlab.results.parts import AXES
 
         common = {"cell_id": cell.id, **{axis: getattr(cell.config, axis) for axis in AXES}}
         frame = pd.DataFrame.from_records([{**common, **record} for record in records])
         frame["projection_lambda"] = frame["projection_lambda"].astype(float)
-        path = part_path(self.expanded.results_dir, analysis, cell.id, 0)
+        path = self.expanded.workspace.part(analysis, cell.id, 0)
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_parquet(path)
 

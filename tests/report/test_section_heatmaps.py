@@ -18,7 +18,6 @@ import torch
 from gridlab.analyses.common import forward_once
 from gridlab.analyses.importance import leave_one_out
 from gridlab.analyses.registry import AdversarialParams
-from gridlab.checkpoints import ModelStore, data_reference
 from gridlab.data.batching import iterate_batches, split_sentences
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
@@ -32,6 +31,7 @@ from gridlab.report.inputs import ReportInputs
 from gridlab.report.sections import heatmaps
 from gridlab.shards.plan import Shard, ShardJob
 from gridlab.shards.runner import ShardRunner
+from gridlab.store.models import ModelStore, data_reference
 
 N = 24
 ADVERSARIAL = {"k": 3, "steps": 100}
@@ -70,7 +70,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     }
     for name, value in files.items():
         (staged / name).write_text(json.dumps(value))
-    ModelStore(grid_results).publish(identifier, staged, {})
+    ModelStore(grid_results / "models").publish(identifier, staged, {})
     runner = ShardRunner(grid_results, data_dir, cache, torch.device("cpu"))
     runner.run(ShardJob("g", identifier, Shard(0, 0, N), {"adversarial": ADVERSARIAL}, 8))
     return SimpleNamespace(

@@ -9,12 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from gridlab.report.walltime import LAUNCH_LOG, WallTime, duration, wall_time
+from gridlab.report.walltime import WallTime, duration, wall_time
+from gridlab.store.layout import GridWorkspace
 
 
-def write_trial(results: Path, launch: str, cell: str, seconds: list[float]) -> None:
+def write_trial(workspace: GridWorkspace, launch: str, cell: str, seconds: list[float]) -> None:
     """A Tune result.json: one line per epoch, then the final report (test evaluation)."""
-    folder = results / "tune" / launch / cell
+    folder = workspace.tune / launch / cell
     folder.mkdir(parents=True)
     lines = [{"epoch": i + 1, "time_this_iter_s": s, "training_iteration": i + 1} for i, s in enumerate(seconds)]
     lines.append({"final": True, "epochs_trained": len(seconds), "time_this_iter_s": 0.5})
@@ -22,7 +23,7 @@ def write_trial(results: Path, launch: str, cell: str, seconds: list[float]) -> 
 
 
 def test_nothing_recorded(tmp_path: Path):
-    spent = wall_time(tmp_path / "missing")
+    spent = wall_time(GridWorkspace(tmp_path / "missing"))
     assert spent == WallTime(0, 0.0, 0, 0, 0, 0.0)
     assert spent.describe() == "launch wall time not recorded; no training recorded"
 
@@ -35,10 +36,11 @@ def test_launches_and_trials_are_summed(tmp_path: Path):
         {"event": "end", "launch": "b", "at": 230.0, "seconds": 30.0, "completed": False},  # raised
         {"event": "start", "launch": "c", "at": 300.0},  # killed: no end line
     ]
-    (tmp_path / LAUNCH_LOG).write_text("\n".join(json.dumps(line) for line in log) + "\n" + '{"event": "en')
-    write_trial(tmp_path, "launch-001", "aaa", [10.0, 20.0])
-    write_trial(tmp_path, "launch-002", "bbb", [5.0])
-    spent = wall_time(tmp_path)
+    workspace = GridWorkspace(tmp_path)
+    workspace.launch_log.write_text("\n".join(json.dumps(line) for line in log) + "\n" + '{"event": "en')
+    write_trial(workspace, "launch-001", "aaa", [10.0, 20.0])
+    write_trial(workspace, "launch-002", "bbb", [5.0])
+    spent = wall_time(workspace)
     assert spent == WallTime(launches=2, launch_seconds=130.0, unfinished=2, trials=2, epochs=3, train_seconds=36.0)
     assert spent.describe() == "2 launches, 2m10s wall (2 unfinished); 2 trials, 3 epochs, 36s of trial time"
 
@@ -49,14 +51,14 @@ def test_durations():
 
 def test_a_launch_writes_what_wall_time_reads(tmp_path: Path):
     launch = pytest.importorskip("gridlab.trials.launch")
-    grid = SimpleNamespace(results_dir=tmp_path / "runs" / "g")
-    assert launch.LAUNCH_LOG == LAUNCH_LOG
+    workspace = GridWorkspace(tmp_path / "runs" / "g")
+    grid = SimpleNamespace(results_dir=workspace.path, workspace=workspace)
     with launch._timed(grid) as record:
         record.update(trained=3, failed=0)
     with pytest.raises(RuntimeError), launch._timed(grid):
         raise RuntimeError("a failed launch still records its end")
-    spent = wall_time(grid.results_dir)
+    spent = wall_time(workspace)
     assert (spent.launches, spent.unfinished) == (2, 1)
-    lines = [json.loads(line) for line in (grid.results_dir / LAUNCH_LOG).read_text().splitlines()]
+    lines = [json.loads(line) for line in workspace.launch_log.read_text().splitlines()]
     assert [line["event"] for line in lines] == ["start", "end", "start", "end"]
     assert lines[1]["trained"] == 3 and lines[1]["completed"] and not lines[3]["completed"]

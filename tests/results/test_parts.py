@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from gridlab.grid.schema import CellConfig
-from gridlab.results.parts import COMMON_SCHEMA, common_columns, drop_cell_parts, part_path, rows_table, write_part
+from gridlab.results.parts import COMMON_SCHEMA, common_columns, drop_cell_parts, rows_table, write_part
+from gridlab.store.layout import GridWorkspace
 
 SPECIFIC = pa.schema([("tvd_median", pa.float64()), ("removed_exact", pa.int64())])
 
@@ -43,9 +44,9 @@ def test_rows_carry_the_common_columns_then_the_analysis_columns():
 
 
 def test_parts_read_back_as_one_frame(tmp_path: Path):
-    write_part(part_path(tmp_path, "permutation", "abc", 0), table_for("abc", [0, 1]))
-    write_part(part_path(tmp_path, "permutation", "abc", 1), table_for("abc", [2]))
-    write_part(part_path(tmp_path, "permutation", "def", 0), table_for("def", [0, 1]))
+    write_part(GridWorkspace(tmp_path).part("permutation", "abc", 0), table_for("abc", [0, 1]))
+    write_part(GridWorkspace(tmp_path).part("permutation", "abc", 1), table_for("abc", [2]))
+    write_part(GridWorkspace(tmp_path).part("permutation", "def", 0), table_for("def", [0, 1]))
     frame = pd.read_parquet(tmp_path / "analyses" / "permutation")
     assert len(frame) == 5
     assert sorted(frame.groupby("cell_id").size().to_dict().items()) == [("abc", 3), ("def", 2)]
@@ -60,7 +61,7 @@ def test_a_failed_write_leaves_no_part(tmp_path: Path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(parts.pq, "write_table", broken)
-    target = part_path(tmp_path, "permutation", "abc", 0)
+    target = GridWorkspace(tmp_path).part("permutation", "abc", 0)
     with pytest.raises(OSError, match="disk full"):
         write_part(target, table_for("abc", [0]))
     assert not target.exists() and not list(target.parent.iterdir())
@@ -69,9 +70,9 @@ def test_a_failed_write_leaves_no_part(tmp_path: Path, monkeypatch):
 def test_dropping_a_cells_parts_leaves_the_other_cells(tmp_path: Path):
     for analysis in ("permutation", "seed_variance"):
         for cell in ("abc", "def"):
-            write_part(part_path(tmp_path, analysis, cell, 0), table_for(cell, [0, 1]))
-    assert drop_cell_parts(tmp_path, "def", ["seed_variance"]) == 1
-    assert drop_cell_parts(tmp_path, "abc") == 2
+            write_part(GridWorkspace(tmp_path).part(analysis, cell, 0), table_for(cell, [0, 1]))
+    assert drop_cell_parts(GridWorkspace(tmp_path), "def", ["seed_variance"]) == 1
+    assert drop_cell_parts(GridWorkspace(tmp_path), "abc") == 2
     left = sorted(p.relative_to(tmp_path / "analyses").as_posix() for p in (tmp_path / "analyses").rglob("*.parquet"))
     assert left == ["permutation/cell=def/part-00000.parquet"]
-    assert drop_cell_parts(tmp_path, "abc") == 0
+    assert drop_cell_parts(GridWorkspace(tmp_path), "abc") == 0

@@ -12,7 +12,6 @@ import torch
 
 from gridlab.analyses.implementations import IMPLEMENTATIONS
 from gridlab.analyses.registry import ANALYSES
-from gridlab.checkpoints import ModelStore, data_reference
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
@@ -21,6 +20,7 @@ from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
 from gridlab.shards.plan import Shard, ShardJob
 from gridlab.shards.runner import ShardRunner
+from gridlab.store.models import ModelStore, data_reference
 
 FAST = {"permutation": {"n": 8}, "erasure_multi": {"exact_max_len": 6}, "adversarial": {"k": 2, "steps": 10}}
 INSTANCES = 8
@@ -42,7 +42,7 @@ def publish(root: Path, cache: Path, config: CellConfig) -> str:
     }
     for name, value in files.items():
         (staged / name).write_text(json.dumps(value))
-    ModelStore(root / "g").publish(identifier, staged, {})
+    ModelStore(root / "g" / "models").publish(identifier, staged, {})
     return identifier
 
 

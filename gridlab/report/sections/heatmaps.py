@@ -109,9 +109,7 @@ def build(inputs) -> SectionOutput:
     params = inputs.grid.analyses.get("adversarial")
     if params is None:
         missing.append("heatmaps, adversarial attention: the grid has no adversarial analysis")
-    runner = ShardRunner(
-        inputs.results_dir, inputs.grid.data_dir, inputs.grid.spec.results_dir / "cache", torch.device("cpu")
-    )
+    runner = ShardRunner(inputs.results_dir, inputs.grid.data_dir, inputs.grid.results.cache, torch.device("cpu"))
     adversarial_rows = inputs.rows("adversarial")
     maps = []
     for cell in cells.to_dict("records"):

@@ -1,25 +1,26 @@
-"""The trained-model store: `results_dir/<grid>/models/<cell id>/`, one folder per cell.
+"""The trained-model store: `results_dir/<grid>/models/<cell id>/`, one folder per cell, holding the files
+named in `layout.CellFiles` (`metrics.json` and `model.pt` together mean "trained", `failure.json` why the
+last attempt failed).
 
-    config.json    the resolved cell config (what the id hashes)
-    data.json      the dataset reference: id, cache key, vocabulary size and digest, label names
-    model.pt       the best epoch's weights (selected on dev)
-    history.json   per-epoch train loss and dev metrics
-    metrics.json   final metrics, test included; with model.pt, it means "trained"
-    failure.json   why the last attempt failed (absent once the cell is trained)
+A folder is complete or absent: it is assembled in a hidden sibling and renamed into place (`atomic`), so a
+process killed mid-write never leaves a half cell that a relaunch would trust.
 
-A folder is complete or absent: it is assembled in a hidden sibling and renamed into place, so a process
-killed mid-write never leaves a half cell that a relaunch would trust.
+    >>> store = ModelStore(workspace.models)
+    >>> store.cell(cell_id).state()                  # "trained" | "failed" | "pending"
+    >>> store.cell(cell_id).read(CellFiles.METRICS)
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from gridlab.store.atomic import publish_folder, staging_folder
+from gridlab.store.layout import CellFiles
 
 CellState = Literal["trained", "failed", "pending"]
 
@@ -43,31 +44,37 @@ class CellFolder:
 
     @property
     def checkpoint(self) -> Path:
-        return self.path / "model.pt"
+        return self.path / CellFiles.MODEL
 
     @property
     def metrics_file(self) -> Path:
-        return self.path / "metrics.json"
+        return self.path / CellFiles.METRICS
 
     @property
     def failure_file(self) -> Path:
-        return self.path / "failure.json"
+        return self.path / CellFiles.FAILURE
 
     def state(self) -> CellState:
         if self.metrics_file.is_file() and self.checkpoint.is_file():
             return "trained"
         return "failed" if self.failure_file.is_file() else "pending"
 
+    def has(self, name: str) -> bool:
+        return (self.path / name).is_file()
+
     def read(self, name: str) -> Any:
         return json.loads((self.path / name).read_text())
 
     def failure_reason(self) -> str | None:
-        return self.read("failure.json")["reason"] if self.failure_file.is_file() else None
+        return self.read(CellFiles.FAILURE)["reason"] if self.failure_file.is_file() else None
+
+    def mlflow_run_id(self) -> str | None:
+        return self.read(CellFiles.TRACKING)["mlflow_run_id"] if self.has(CellFiles.TRACKING) else None
 
 
 class ModelStore:
-    def __init__(self, grid_results: Path):
-        self.root = grid_results / "models"
+    def __init__(self, root: Path):
+        self.root = root  # results_dir/<grid>/models (GridWorkspace.models)
 
     def cell(self, cell_id: str) -> CellFolder:
         return CellFolder(self.root / cell_id)
@@ -85,25 +92,18 @@ class ModelStore:
 
     def write_failure(self, cell_id: str, reason: str, config: dict, tracking: dict) -> CellFolder:
         def fill(staging: Path) -> None:
-            (staging / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
-            (staging / "failure.json").write_text(json.dumps({"reason": reason}, indent=2))
-            (staging / "tracking.json").write_text(json.dumps(tracking, indent=2, sort_keys=True))
+            (staging / CellFiles.CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True))
+            (staging / CellFiles.FAILURE).write_text(json.dumps({"reason": reason}, indent=2))
+            (staging / CellFiles.TRACKING).write_text(json.dumps(tracking, indent=2, sort_keys=True))
 
         return self._publish(cell_id, fill)
 
-    def _publish(self, cell_id: str, fill) -> CellFolder:
-        self.root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{cell_id}-", dir=self.root))
+    def _publish(self, cell_id: str, fill: Callable[[Path], None]) -> CellFolder:
         target = self.root / cell_id
+        staging = staging_folder(target)
         try:
             fill(staging)
-            retired = None
-            if target.exists():
-                retired = self.root / f".{cell_id}-retired-{os.getpid()}"
-                os.rename(target, retired)
-            os.rename(staging, target)
-            if retired is not None:
-                shutil.rmtree(retired, ignore_errors=True)
+            publish_folder(staging, target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return CellFolder(target)

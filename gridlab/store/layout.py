@@ -1,0 +1,131 @@
+"""The one place that names the folders and files of a results directory. Every other module asks here.
+
+results_dir/                        Results: shared by every grid written there
+    mlflow.db, mlartifacts/         the default tracking store and its artifacts
+    cache/                          prepared datasets and vectors, keyed by content
+    <grid>/                         GridWorkspace: one grid's results
+        launches.jsonl              a line at the start and end of every launch (wall time)
+        tune/launch-NNN/            one Ray Tune experiment per launch; <cell>/result.json per trial
+        models/<cell id>/           a trained (or failed) cell: the files of CellFiles
+        analyses/<analysis>/cell=<cell id>/part-NNNNN.parquet    one part per shard
+        summary.parquet             one row per cell and analysis
+        report/, annotation/        where `gridlab report` and `gridlab annotate` write by default
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class CellFiles:
+    """File names inside a cell's model folder (`models/<cell id>/`)."""
+
+    MODEL = "model.pt"  # the kept epoch's weights
+    CONFIG = "config.json"  # the resolved cell config (what the id hashes)
+    DATA = "data.json"  # the dataset reference: cache key, vocabulary digest, label names, row counts
+    HISTORY = "history.json"  # per-epoch train loss and dev metrics
+    METRICS = "metrics.json"  # final metrics, test included; with MODEL, it means "trained"
+    FAILURE = "failure.json"  # why the last attempt failed
+    TRACKING = "tracking.json"  # the cell's MLflow run id
+    TRAINED = (MODEL, CONFIG, DATA, HISTORY, METRICS)  # what a finished trial leaves
+
+
+@dataclass(frozen=True)
+class Results:
+    """`results_dir`: the grids' folders and what they share."""
+
+    path: Path
+
+    def grid(self, name: str) -> GridWorkspace:
+        return GridWorkspace(self.path / name)
+
+    @property
+    def cache(self) -> Path:
+        return self.path / "cache"
+
+    @property
+    def tracking_db(self) -> Path:
+        return self.path / "mlflow.db"
+
+    @property
+    def artifacts(self) -> Path:
+        return self.path / "mlartifacts"
+
+
+@dataclass(frozen=True)
+class GridWorkspace:
+    """`results_dir/<grid>`: everything one grid produces."""
+
+    path: Path
+
+    @property
+    def models(self) -> Path:
+        return self.path / "models"
+
+    @property
+    def analyses(self) -> Path:
+        return self.path / "analyses"
+
+    def analysis(self, analysis_id: str) -> Path:
+        """Every part of one analysis: `pandas.read_parquet` of this folder reads all its cells."""
+        return self.analyses / analysis_id
+
+    def cell_parts(self, analysis_id: str, cell_id: str) -> Path:
+        return self.analysis(analysis_id) / f"{CELL_PARTITION}{cell_id}"
+
+    def part(self, analysis_id: str, cell_id: str, shard: int) -> Path:
+        return self.cell_parts(analysis_id, cell_id) / f"part-{shard:05d}.parquet"
+
+    def parts_of(self, analysis_id: str, cell_ids: set[str] | None = None) -> list[Path]:
+        """The written parts of one analysis (of `cell_ids` only, when given), sorted."""
+        return sorted(
+            path
+            for path in self.analysis(analysis_id).glob(f"{CELL_PARTITION}*/part-*.parquet")
+            if cell_ids is None or cell_of(path.parent) in cell_ids
+        )
+
+    def cell_partitions(self, cell_id: str) -> list[Path]:
+        """A cell's partition folders across every analysis."""
+        return list(self.analyses.glob(f"*/{CELL_PARTITION}{cell_id}"))
+
+    @property
+    def summary(self) -> Path:
+        return self.path / "summary.parquet"
+
+    @property
+    def tune(self) -> Path:
+        return self.path / "tune"
+
+    def tune_experiments(self) -> list[Path]:
+        """One Ray Tune experiment folder per launch, oldest first."""
+        return sorted(self.tune.glob(f"{TUNE_EXPERIMENT}*")) if self.tune.is_dir() else []
+
+    def next_tune_experiment(self) -> Path:
+        return self.tune / f"{TUNE_EXPERIMENT}{len(self.tune_experiments()) + 1:03d}"
+
+    def tune_results(self) -> list[Path]:
+        """Ray Tune's per-trial result logs of every launch (one JSON line per report)."""
+        return sorted(self.tune.glob(f"{TUNE_EXPERIMENT}*/*/result.json"))
+
+    @property
+    def launch_log(self) -> Path:
+        return self.path / "launches.jsonl"
+
+    @property
+    def annotation(self) -> Path:
+        return self.path / "annotation"
+
+    @property
+    def report(self) -> Path:
+        return self.path / "report"
+
+
+CELL_PARTITION = "cell="  # hive-style partition folders, so readers get a `cell` column
+TUNE_EXPERIMENT = "launch-"  # tune/launch-NNN
+LAUNCH_MARKER = "gridlab-launch.json"  # in a Tune experiment: its cells, its MLflow parent run, finished or not
+
+
+def cell_of(partition: Path) -> str:
+    """The cell id of a `cell=<id>` partition folder."""
+    return partition.name[len(CELL_PARTITION) :]
