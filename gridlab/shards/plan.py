@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from gridlab.analyses.implementations import IMPLEMENTATIONS
 from gridlab.analyses.registry import ANALYSES
-from gridlab.analyses.seed_variance import peers_of
+from gridlab.analyses.seed_variance import seed_peers
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
@@ -64,7 +64,8 @@ def plan_jobs(
     store = ModelStore(grid.workspace.models)
     states = {c.id: store.cell(c.id).state() for c in grid.cells}
     configs = {c.id: c.config.model_dump(mode="json") for c in grid.cells}
-    wanted_cells = _with_seed_peers(cell_ids, configs) if cell_ids is not None else set(configs)
+    peers_by_cell = seed_peers(configs)
+    wanted_cells = _with_seed_peers(cell_ids, peers_by_cell) if cell_ids is not None else set(configs)
     jobs, existing = [], 0
     for cell in grid.cells:
         if cell.id not in wanted_cells or states[cell.id] != "trained":
@@ -72,7 +73,7 @@ def plan_jobs(
         analyses = _applicable(grid, cell, only)
         peers: tuple[str, ...] = ()
         if any(ANALYSES[a].scope == "grid" for a in analyses):
-            group = peers_of(configs[cell.id], configs)
+            group = peers_by_cell[cell.id]
             peers = tuple(p for p in group if states[p] == "trained")
             if not peers or any(states[p] == "pending" for p in group):
                 analyses = {a: p for a, p in analyses.items() if ANALYSES[a].scope != "grid"}
@@ -106,8 +107,8 @@ def not_implemented(grid: ExpandedGrid, only: list[str] | None = None) -> list[s
     return [a for a in grid.analyses if a not in IMPLEMENTATIONS and (only is None or a in only)]
 
 
-def _with_seed_peers(cell_ids: set[str], configs: dict[str, dict]) -> set[str]:
-    return set(cell_ids) | {p for c in cell_ids if c in configs for p in peers_of(configs[c], configs)}
+def _with_seed_peers(cell_ids: set[str], peers: dict[str, list[str]]) -> set[str]:
+    return set(cell_ids) | {p for c in cell_ids for p in peers.get(c, [])}
 
 
 def _applicable(grid: ExpandedGrid, cell: Cell, only: list[str] | None) -> dict[str, dict]:

@@ -68,3 +68,6 @@ def test_peers_are_the_cells_equal_but_for_the_seed():
     }
     assert seed_variance.peers_of(base, cells) == ["c", "b"]  # by seed; other encoder or lr is another group
     assert seed_variance.peers_of(cells["d"], cells) == []
+    assert seed_variance.seed_peers(cells) == {
+        name: seed_variance.peers_of(config, cells) for name, config in cells.items()
+    }  # all at once, the same answer
