@@ -1,0 +1,262 @@
+"""Leave-one-out for BiLSTM/BiGRU premise encoders (`_RecurrentStates`): the states on either side of the
+gap are the full pass's. Deleting token t leaves the forward states before t and the backward states after t
+as they were, so each direction resumes from its state next to the gap (L - 1 - t steps forward, t backward,
+instead of 2 (L - 1)), all deletions of a group stepping together, with the input projections of the full
+pass. Attention and decoding run on the assembled rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from gridlab.analyses.common import SharedPass
+from gridlab.analyses.importance.deletion import shift_index, with_pad_slot
+from gridlab.data.batching import Batch
+from gridlab.models.classifier import (
+    AttentionClassifier,
+    FlatClassifier,
+    PairClassifier,
+)
+from gridlab.models.encoders import Recurrent
+
+RECURRENT_GROUP = 4  # resumed recurrences per group: RECURRENT_GROUP * chunk_elements states
+
+
+@dataclass(frozen=True)
+class _Direction:
+    """One direction of a recurrent premise encoder over the batch, in its reading order: slot p of row b is
+    position p (forward) or position L_b - 1 - p (backward, each row reversed within its length). Flattened
+    time-major, slot p of row b at p * B + b, so that variants gather their slots with one index."""
+
+    gates: torch.Tensor  # (Tw*B, G) the input's share of the gates, x W_ih^T + biases, per slot (time-major)
+    h: torch.Tensor  # (Tw*B, H) the state after reading each slot
+    c: torch.Tensor | None  # (Tw*B, H) the LSTM cell after each slot; None for a GRU
+    step: Callable  # (gates (n, G), h (n, H), c (n, H) | None, h_out, c_out, scratch) -> (h, c): one step
+    width: int  # Tw
+
+
+@dataclass(frozen=True)
+class _RecurrentStates:
+    """Both directions of a flat/pair model's BiLSTM/BiGRU premise encoder, with every intermediate state.
+
+    Deleting the token at position t leaves the forward states before t and the backward states after t as
+    they were; each direction resumes from its state next to the gap and reads the rest of the row: L - 1 - t
+    steps forward, t steps backward, instead of 2 (L - 1) per deletion, and the input projections (most of
+    an LSTM step's work) are the full pass's. Same equations as torch's cells (gate order i, f, g, o for the
+    LSTM; r, z, n for the GRU, b_hn inside r *), so only float rounding differs from `nn.LSTM`/`nn.GRU`."""
+
+    forward: _Direction
+    backward: _Direction
+    lengths: torch.Tensor  # (B,) tokens with markers
+
+    @staticmethod
+    def of(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> _RecurrentStates | None:
+        """The states, or None when the model is not a flat/pair model with a one-layer recurrent premise
+        encoder (whose `encode` this mirrors). The full pass's h are the shared pass's; an LSTM's cells
+        follow from them with one matmul and a scan."""
+        if type(model) not in (FlatClassifier, PairClassifier) or not isinstance(model.encoder, Recurrent):
+            return None
+        if model.training and model.dropout.p > 0:  # each deletion would draw its own dropout
+            return None
+        rnn = model.encoder.rnn
+        if rnn.num_layers != 1 or not rnn.bidirectional or rnn.proj_size:
+            return None
+        x = model.dropout(model.embed(batch))  # (B, Tw, d)
+        h = shared.encoded.h  # (B, Tw, 2H) forward | backward
+        lengths = batch.lengths.clamp_min(1).to(x.device)  # as `Recurrent.forward` packs them
+        slots = torch.arange(x.shape[1], device=x.device)  # (Tw,)
+        reverse = (lengths[:, None] - 1 - slots[None, :]).clamp_min(0)  # (B, Tw) position read at each slot
+        hidden = h.shape[-1] // 2
+        forward = _direction(rnn, "", x, h[..., :hidden])
+        backward = _direction(
+            rnn,
+            "_reverse",
+            x.gather(1, reverse[..., None].expand_as(x)),
+            h[..., hidden:].gather(1, reverse[..., None].expand(-1, -1, hidden)),
+        )
+        return _RecurrentStates(forward, backward, lengths)
+
+
+def _direction(rnn: nn.RNNBase, suffix: str, x: torch.Tensor, h: torch.Tensor) -> _Direction:
+    """One direction of `rnn` over x (B, Tw, d) in reading order, with its states h (B, Tw, H) there (slots
+    past a row's end are never read). For an LSTM the cells c_t = f_t c_{t-1} + i_t g_t are rebuilt from the
+    gates, all of them one matmul away given h_{t-1}."""
+    w_ih, w_hh = getattr(rnn, f"weight_ih_l0{suffix}"), getattr(rnn, f"weight_hh_l0{suffix}")
+    b_ih, b_hh = getattr(rnn, f"bias_ih_l0{suffix}", None), getattr(rnn, f"bias_hh_l0{suffix}", None)
+    b, width, hidden = h.shape
+    lstm = isinstance(rnn, nn.LSTM)
+    bias: torch.Tensor | None
+    if isinstance(rnn, nn.LSTM):
+        w_ih, w_hh, bias = _lstm_weights(rnn, suffix)
+        step = _lstm_step(w_hh.t().contiguous(), hidden)
+    else:
+        bias = b_ih
+        step = _gru_step(w_hh.t().contiguous(), b_hh, hidden)
+    gates = torch.nn.functional.linear(x, w_ih, bias).transpose(0, 1).contiguous()  # (Tw, B, G) time-major
+    hs = h.transpose(0, 1).contiguous()  # (Tw, B, H)
+    cs = None
+    if lstm:
+        before = torch.cat([torch.zeros_like(hs[:1]), hs[:-1]])  # h_{t-1}
+        sig = torch.addmm(gates.reshape(-1, gates.shape[-1]), before.reshape(-1, hidden), w_hh.t())
+        sig = sig.sigmoid_().reshape(width, b, -1)  # (Tw, B, 4H): i, f, o, 2g
+        i, f, tanh_g = sig[..., :hidden], sig[..., hidden : 2 * hidden], sig[..., 3 * hidden :].mul(2.0).sub_(1.0)
+        u = i * tanh_g
+        cs = torch.empty_like(hs)
+        cs[0] = u[0]
+        for p in range(1, width):
+            torch.addcmul(u[p], f[p], cs[p - 1], out=cs[p])
+    flat = width * b  # time-major: slot p of row b is p * B + b
+    return _Direction(
+        gates.reshape(flat, -1), hs.reshape(flat, hidden), None if cs is None else cs.reshape(flat, hidden), step, width
+    )
+
+
+def _lstm_weights(rnn: nn.LSTM, suffix: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(W_ih (4H, d), W_hh (4H, H), bias (4H,)) of one direction with the gates reordered i, f, o, g and g's
+    rows doubled: one sigmoid covers all four, tanh(g) = 2 sigmoid(2g) - 1 (torch's tanh on a column slice
+    runs several times slower than on contiguous memory). Both biases sit outside the recurrence."""
+    w_ih, w_hh = getattr(rnn, f"weight_ih_l0{suffix}"), getattr(rnn, f"weight_hh_l0{suffix}")
+    hidden = w_hh.shape[1]
+    order = torch.cat(
+        [torch.arange(0, 2 * hidden), torch.arange(3 * hidden, 4 * hidden), torch.arange(2 * hidden, 3 * hidden)]
+    ).to(w_ih.device)
+    scale = torch.ones(4 * hidden, dtype=w_ih.dtype, device=w_ih.device)
+    scale[3 * hidden :] = 2.0
+    if rnn.bias:
+        bias = getattr(rnn, f"bias_ih_l0{suffix}") + getattr(rnn, f"bias_hh_l0{suffix}")
+    else:
+        bias = w_ih.new_zeros(4 * hidden)
+    return (
+        (w_ih[order] * scale[:, None]).detach(),
+        (w_hh[order] * scale[:, None]).detach(),
+        (bias[order] * scale).detach(),
+    )
+
+
+def _lstm_step(w_hh_t: torch.Tensor, hidden: int) -> Callable:
+    """One LSTM step from the input's gate share (n, 4H) in order i, f, o, 2g (which it may overwrite when
+    `scratch`); h and c written to h_out and c_out (c_out may be c itself). tanh(g) is taken as
+    2 sigmoid(2g) - 1 so that one sigmoid covers the contiguous gates: torch's tanh on a column slice runs
+    several times slower than on contiguous memory."""
+
+    def step(gates_x, h, c, h_out, c_out, scratch):
+        gates = gates_x.addmm_(h, w_hh_t) if scratch else torch.addmm(gates_x, h, w_hh_t)  # (n, 4H)
+        sig = gates.sigmoid_()
+        i, f, o, g = sig[:, :hidden], sig[:, hidden : 2 * hidden], sig[:, 2 * hidden : 3 * hidden], sig[:, 3 * hidden :]
+        c = torch.addcmul((f * c).sub_(i), i, g, value=2.0, out=c_out)  # f c + i (2 sigmoid(2g) - 1)
+        return torch.mul(o, torch.tanh(c), out=h_out), c
+
+    return step
+
+
+def _gru_step(w_hh_t: torch.Tensor, b_hh: torch.Tensor | None, hidden: int) -> Callable:
+    """One GRU step from the input's gate share (n, 3H) in order r, z, n (b_hn inside r *, as torch)."""
+
+    def step(gates_x, h, c, h_out, c_out, scratch):
+        gh = h @ w_hh_t if b_hh is None else torch.addmm(b_hh, h, w_hh_t)  # (n, 3H)
+        rz = torch.sigmoid(gates_x[:, : 2 * hidden] + gh[:, : 2 * hidden])
+        n = torch.tanh(torch.addcmul(gates_x[:, 2 * hidden :], rz[:, :hidden], gh[:, 2 * hidden :]))
+        return torch.addcmul(n, rz[:, hidden:], h - n, out=h_out), None  # (1 - z) n + z h
+
+    return step
+
+
+def _recurrent_probs(
+    model: AttentionClassifier,
+    shared: SharedPass,
+    states: _RecurrentStates,
+    todo: torch.Tensor,
+    chunk_elements: int,
+    out: torch.Tensor,
+) -> None:
+    """Fill out (B, T, C) at the deletions `todo` (B, T) with their outputs for a recurrent premise encoder.
+
+    Deletions are taken gap-major (every row's position t, then t + 1, ...), so a group's forward runs are
+    all about L - 1 - t steps long and its backward runs about t: each step's matmul is on nearly the whole
+    group. A group holds up to 4 * chunk_elements resumed states (the recurrences want many rows per step:
+    their cost is mostly per-step overhead otherwise); attention and decoding then run on sub-chunks of
+    chunk_elements activations, each chunk as wide as its longest row."""
+    positions, rows = todo.t().nonzero(as_tuple=True)  # (N,) each, gap-major
+    slots = int(states.lengths.max()) - 1  # the widest shortened row
+    hidden = states.forward.h.shape[1]
+    group = max(1, RECURRENT_GROUP * chunk_elements // (slots * hidden))
+    step = max(1, chunk_elements // (slots * 2 * hidden))  # h is (n, W, 2H)
+    for start in range(0, len(rows), group):
+        r, t = rows[start : start + group], positions[start : start + group]  # (n,)
+        lengths = states.lengths[r]
+        forward = _Resumed(states.forward, r, t, lengths)
+        backward = _Resumed(states.backward, r, lengths - 1 - t, lengths)
+        for first in range(0, len(r), step):
+            part = slice(first, first + step)
+            logits = _recurrent_logits(model, shared, forward, backward, r[part], t[part], lengths[part], part)
+            out[r[part], t[part]] = torch.softmax(logits, dim=-1).to(out.dtype)
+
+
+def _recurrent_logits(
+    model: AttentionClassifier,
+    shared: SharedPass,
+    forward: _Resumed,
+    backward: _Resumed,
+    rows: torch.Tensor,
+    positions: torch.Tensor,
+    lengths: torch.Tensor,
+    part: slice,
+) -> torch.Tensor:
+    """(n, C) logits of the deletions `part` of a group: h assembled as `Recurrent.forward` returns it
+    (forward | backward, zero past the shortened length), then attention and the decoder."""
+    width = int(lengths.max()) - 1  # the shortened rows
+    j = torch.arange(width, device=rows.device)[None, :]  # (1, W) shortened positions
+    hidden = forward.table.shape[1]
+    h = forward.table.new_empty(len(rows), width, 2 * hidden)  # (n, W, 2H)
+    flat = h.view(-1, 2 * hidden)
+    forward.states(part, j, flat[:, :hidden])
+    backward.states(part, lengths[:, None] - 2 - j, flat[:, hidden:])  # reading slot of shortened position j
+    mask = with_pad_slot(shared.encoded.mask, False)[rows[:, None], shift_index(positions, width)]  # (n, W)
+    query = None if shared.encoded.query is None else shared.encoded.query[rows]
+    return model.decode(h, model.attend(h, mask, query), query)
+
+
+class _Resumed:
+    """One direction resumed after the gaps of n deletions: row i lost reading slot gaps[i]; its slots before
+    the gap are the full pass's, the rest come from resuming at slot gaps[i] - 1 over slots gaps[i] + 1 ..
+    L - 1.
+
+    The runs are sorted longest first, so the ones still running at step s are a prefix and each step is one
+    matmul on exactly them (as a packed sequence runs). Their states are written straight into one table
+    after the full pass's (time-major, a zero row last), from which `states` gathers h."""
+
+    def __init__(self, direction: _Direction, rows: torch.Tensor, gaps: torch.Tensor, lengths: torch.Tensor):
+        n, b = len(rows), direction.h.shape[0] // direction.width
+        full, hidden = direction.h.shape
+        remaining = lengths - 1 - gaps  # (n,) steps after the gap, >= 1
+        order = torch.argsort(remaining, descending=True, stable=True)  # (n,)
+        start = (gaps * b + rows)[order]  # (n,) flat slot of each gap, longest run first
+        running = torch.bincount(remaining - 1).flip(0).cumsum(0).flip(0).tolist()  # runs with > s steps
+        table = direction.h.new_empty(full + len(running) * n + 1, hidden)  # full pass | step s of run r | 0
+        table[:full] = direction.h
+        table[-1] = 0.0
+        h = direction.h.index_select(0, start - b)  # (n, H) the state before the gap
+        c = None if direction.c is None else direction.c.index_select(0, start - b)  # (n, H), in place
+        gates = direction.gates.new_empty(n, direction.gates.shape[1])  # (n, G) scratch
+        for s, active in enumerate(running):
+            row = full + s * n
+            torch.index_select(direction.gates, 0, start[:active] + (s + 1) * b, out=gates[:active])
+            cell = None if c is None else c[:active]  # read before the step overwrites it
+            h, _ = direction.step(gates[:active], h[:active], cell, table[row : row + active], cell, scratch=True)
+        self.rank = torch.empty_like(order)
+        self.rank[order] = torch.arange(n, device=order.device)  # (n,) each row's place in `order`
+        self.table, self.rows, self.gaps, self.lengths = table, rows, gaps, lengths
+        self.n, self.b, self.full = n, b, full
+
+    def states(self, part: slice, slots: torch.Tensor, out: torch.Tensor) -> None:
+        """Write into out (m*W, H) (a view of h: one direction's half) the states of deletions `part` at their
+        shortened reading slots `slots` (m, W); negative or past the row: padding, zero."""
+        rows, gaps, lengths = self.rows[part, None], self.gaps[part, None], self.lengths[part, None]
+        before = slots * self.b + rows  # (m, W)
+        after = self.full + (slots - gaps).clamp_min(0) * self.n + self.rank[part, None]
+        index = torch.where(slots < gaps, before, after)
+        index = torch.where((slots < 0) | (slots > lengths - 2), len(self.table) - 1, index)  # padding
+        torch.index_select(self.table, 0, index.reshape(-1), out=out)
