@@ -31,6 +31,7 @@ from gridlab.report.inputs import ReportInputs
 from gridlab.report.sections import heatmaps
 from gridlab.shards.plan import Shard, ShardJob
 from gridlab.shards.runner import ShardRunner
+from gridlab.store.layout import GridWorkspace, Results
 from gridlab.store.models import ModelStore, data_reference
 
 N = 24
@@ -89,6 +90,8 @@ def inputs_for(store: SimpleNamespace, analyses: dict) -> ReportInputs:
         file="g.yaml",
         spec=SimpleNamespace(name="g", results_dir=store.results),
         results_dir=store.grid_results,
+        results=Results(store.results),
+        workspace=GridWorkspace(store.grid_results),
         data_dir=store.data_dir,
         analyses=analyses,
         cells=[SimpleNamespace(id=store.identifier, config=store.config)],

@@ -29,7 +29,7 @@ from gridlab.models.classifier import AttentionClassifier
 def input_gradient(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> tuple[torch.Tensor, torch.Tensor]:
     """(gradient, embedded), both the shape of `model.embed(batch)`: d y / d e with alpha = `shared.alpha`
     held constant and y the probability of `shared.pred`. One backward for the batch (written out for a
-    BiLSTM premise encoder, `_lstm_input_gradient`)."""
+    BiLSTM premise encoder, `_LstmBackward`)."""
     if _bilstm(model) is not None:
         backward = _LstmBackward.of(model, batch, shared)
         return backward.input_gradient(), backward.embedded
