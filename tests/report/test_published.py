@@ -3,9 +3,10 @@ and the headline numbers of docs/analyses.md#published-headline-numbers as print
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
-from gridlab.report.published import TABLE_KEYS, citation, published
+from gridlab.report.published import CITATION_COLUMNS, DATA_DIR, TABLE_KEYS, citation, published
 
 
 @pytest.mark.parametrize("key", TABLE_KEYS)
@@ -87,3 +88,56 @@ def test_jain_wallace_figure4_is_the_described_bound():
     )
     assert "histogram" in sst["note"] and "not a printed statistic" in sst["note"]
     assert citation("jw_figure4") == "Jain & Wallace (2019), Figure 4"
+
+
+PAPER_FILES = ("jain_wallace.csv", "serrano_smith.csv", "vashishth.csv", "meister.csv")
+
+
+@pytest.mark.parametrize("name", PAPER_FILES)
+def test_every_csv_row_says_where_its_number_was_printed(name):
+    rows = pd.read_csv(DATA_DIR / name, dtype=str, keep_default_na=False)
+    assert tuple(rows.columns[: len(CITATION_COLUMNS)]) == CITATION_COLUMNS
+    assert len(rows) > 0
+    for column in ("table", "row", "column", "field", "value"):
+        assert (rows[column].str.strip() != "").all(), f"{name}: empty {column}"
+    assert pd.to_numeric(rows["value"]).notna().all()  # as printed ("+0.2", "1.0"), but numbers
+    assert rows["page"].str.fullmatch(r"\d*").all()  # a page number, or empty where the extraction shows none
+    assert sorted(p.name for p in DATA_DIR.glob("*.csv")) == sorted(PAPER_FILES)
+
+
+def test_vashishth_pages_from_the_extractions_page_numbers():
+    rows = pd.read_csv(DATA_DIR / "vashishth.csv", dtype=str, keep_default_na=False)
+    assert rows.groupby("table")["page"].unique().map(list).to_dict() == {
+        "Table 1": ["5"],
+        "Table 2": ["6"],
+        "Table 3": ["6"],
+    }
+
+
+def test_hand_picked_numbers_as_printed():
+    """Numbers read by hand off the papers' text (/work/shared/papers), across the four papers."""
+    # J&W Table 1, "AG News ... Test performance (LSTM)": 0.96
+    jw1 = published("jw_table1").set_index("dataset")
+    assert jw1.loc["agnews", ["metric", "value"]].tolist() == ["f1", 0.96]
+    # J&W Table 2, ADR Tweets class 1, Leave-One-Out (BiLSTM): 0.40 ± 0.17, Sig. Frac. 0.69
+    jw2 = published("jw_table2").set_index(["dataset", "encoder", "measure", "pred"])
+    assert jw2.loc[("adr_tweets", "lstm", "tau_loo", "1"), ["mean", "std", "sig_frac"]].tolist() == [0.40, 0.17, 0.69]
+    # S&S Table 2 (Kovács slides), Amazon: both flip 2.7, neither 87.1
+    ss = published("ss_table2").set_index("dataset")
+    assert ss.loc["amazon", ["pct_both", "pct_neither"]].tolist() == [2.7, 87.1]
+    # Vashishth Table 2, Rocktaschel et al. (2016), CNN, Uniform (Train+Infer / Infer): -30.8 / -43.1
+    va2 = published("vashishth_table2").query("model_paper == 'Rocktaschel et al. (2016)' and dataset == 'cnn'")
+    assert va2.query("variant == 'uniform'").set_index("setting")["value"].to_dict() == {
+        "train+infer": -30.8,
+        "infer": -43.1,
+    }
+    # Vashishth Table 3, Luong et al. (2015), News Commentary: 12.7 ± 0.2
+    va3 = published("vashishth_table3").query("model_paper == 'Luong et al. (2015)' and setting == 'base'")
+    assert va3.set_index("dataset").loc["news_commentary", ["value", "std"]].tolist() == [12.7, 0.2]
+    # Meister Table 6, Transformer Sparsemax, 20-News, D_y(I): 0.15 ± 0.16
+    me6 = published("meister_table6").set_index(["encoder", "projection", "dataset", "measure"])
+    assert me6.loc[("transformer", "sparsemax", "20news", "tau_dy_h"), ["mean", "std"]].tolist() == [0.15, 0.16]
+    # Meister Table 3, SST: train 6355, test 1725, for both models
+    me3 = published("meister_table3").query("dataset == 'sst'")
+    assert me3["train_size"].tolist() == [6355, 6355] and me3["test_size"].tolist() == [1725, 1725]
+    assert me3["train_size"].dtype == "int64"
