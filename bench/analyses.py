@@ -34,7 +34,7 @@ from gridlab.analyses import adversarial, importance
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once
 from gridlab.analyses.implementations import IMPLEMENTATIONS
-from gridlab.analyses.registry import ANALYSES
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.data.batching import collate
 from gridlab.models.attention import AttentionSpec
 from gridlab.models.classifier import FlatClassifier, Sizes

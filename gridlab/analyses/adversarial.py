@@ -74,7 +74,7 @@ from gridlab.analyses.common import (
     jsd,
     tvd,
 )
-from gridlab.analyses.registry import AdversarialParams
+from gridlab.catalog.analyses import AdversarialParams
 from gridlab.models.classifier import (
     AttentionClassifier,
     Encoded,

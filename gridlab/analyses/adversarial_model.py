@@ -49,7 +49,7 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import EPS, forward_once, instance_seed, jsd, tvd
-from gridlab.analyses.registry import AdversarialModelParams
+from gridlab.catalog.analyses import AdversarialModelParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.classifier import AttentionClassifier

@@ -19,7 +19,7 @@ import torch
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import decode_many, forward_once, instance_generator, instance_seed
 from gridlab.analyses.permutation import permute, unmasked_first
-from gridlab.analyses.registry import AttentionAblationParams
+from gridlab.catalog.analyses import AttentionAblationParams
 from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.classifier import AttentionClassifier

@@ -17,8 +17,8 @@ from typing import Generic, TypeVar
 
 import torch
 
-from gridlab.analyses.registry import Params
-from gridlab.grid.schema import CellConfig
+from gridlab.catalog.analyses import Params
+from gridlab.config.schema import CellConfig
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.seq2seq import Seq2Seq
 
@@ -32,7 +32,7 @@ class AnalysisContext(Generic[P]):
 
     cell_id: str
     # in eval mode; a translation cell's `Seq2Seq` reaches the analyses that apply to every cell
-    # (attention_ablation), the others are given classifiers only (`registry.ANALYSES[...].applies`)
+    # (attention_ablation), the others are given classifiers only (`gridlab.catalog.analyses.ANALYSES[...].applies`)
     model: AttentionClassifier | Seq2Seq
     device: torch.device
     params: P

@@ -42,7 +42,7 @@ from torch import nn
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once, instance_seed
-from gridlab.analyses.registry import DiagnosticMlpParams
+from gridlab.catalog.analyses import DiagnosticMlpParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.data.vocab import PAD_ID

@@ -46,7 +46,7 @@ import torch
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator
 from gridlab.analyses.ranking import tie_ranks
-from gridlab.analyses.registry import ErasureMultiParams
+from gridlab.catalog.analyses import ErasureMultiParams
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 ID = "erasure_multi"

@@ -3,7 +3,7 @@ modules have `run`/`reference`; per-model ones (`SCOPE = "model"`) have `run_mod
 (`SCOPE = "grid"`) have `run`/`reference` that also take the same batch's pass through peer models; all have
 `summarize`.
 
-Analyses registered in `registry.ANALYSES` but absent here are validated and planned, not run yet:
+Analyses declared in `gridlab.catalog.analyses.ANALYSES` but absent here are validated and planned, not run yet:
 `gridlab plan` and `launch` say so instead of pretending.
 """
 

@@ -24,7 +24,7 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator, tvd
-from gridlab.analyses.registry import PermutationParams
+from gridlab.catalog.analyses import PermutationParams
 
 ID = "permutation"
 VERSION = 1

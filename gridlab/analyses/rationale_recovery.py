@@ -67,7 +67,7 @@ from gridlab.analyses.importance import (
     reference_leave_one_out,
 )
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
-from gridlab.analyses.registry import RationaleRecoveryParams
+from gridlab.catalog.analyses import RationaleRecoveryParams
 
 ID = "rationale_recovery"
 VERSION = 1

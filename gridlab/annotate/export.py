@@ -40,14 +40,14 @@ import torch
 from gridlab.analyses.common import SharedPass, forward_once, instance_generator
 from gridlab.analyses.ranking import descending_order
 from gridlab.annotate.files import INSTRUCTIONS, ITEMS, KEY
+from gridlab.config.schema import CellConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.errors import GridlabError
+from gridlab.execution.runner import LoadedCell, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
-from gridlab.grid.schema import CellConfig
 from gridlab.grid.suggest import unknown
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.results.parts import write_part
-from gridlab.shards.runner import LoadedCell, ShardRunner
 from gridlab.store.atomic import write_text
 from gridlab.store.models import ModelStore
 

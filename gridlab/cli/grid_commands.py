@@ -11,7 +11,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from gridlab.analyses.registry import ANALYSES
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.cli.output import console, echo, user_errors, warn
 from gridlab.grid.expand import Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file

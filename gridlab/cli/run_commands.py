@@ -29,7 +29,7 @@ def launch(
     where: WhereOption = None,
 ) -> None:
     """Train every untrained cell (resuming an interrupted launch first) and run the grid's analyses."""
-    from gridlab.trials.launch import launch as run_launch  # Ray and MLflow load only for this command
+    from gridlab.execution.launch import launch as run_launch  # Ray and MLflow load only for this command
 
     expanded = load(grid, where)
     report = run_launch(expanded, force or [], address, emit=echo)
@@ -54,9 +54,9 @@ def analyze(
     where: WhereOption = None,
 ) -> None:
     """Run or resume only the analyses, on every trained cell (parts already written are skipped)."""
-    from gridlab.shards.actors import run_analyses, summarize
-    from gridlab.trials.launch import tracker_for
-    from gridlab.trials.ray_session import ray_session
+    from gridlab.execution.actors import run_analyses, summarize
+    from gridlab.execution.launch import tracker_for
+    from gridlab.execution.ray_session import ray_session
 
     expanded = load(grid, where)
     for analysis_id in analysis or []:

@@ -23,16 +23,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gridlab.analyses.registry import ANALYSES, Params
+from gridlab.catalog.analyses import ANALYSES, Params
+from gridlab.catalog.compatibility import incompatibilities
+from gridlab.config.schema import CellConfig, GridFile
 from gridlab.data.catalog import DATASETS
 from gridlab.data.presence import check_presence
 from gridlab.data.vectors import is_named, vector_source
 from gridlab.errors import DataError, GridFileError
 from gridlab.grid.paths import field_at, get_path, leaf_paths, set_path, validate_value
 from gridlab.grid.problems import Problem, from_validation_error, location
-from gridlab.grid.schema import CellConfig, GridFile
 from gridlab.grid.suggest import unknown
-from gridlab.models.compatibility import incompatibilities
 from gridlab.store.layout import GridWorkspace, Results
 
 ID_LENGTH = 12

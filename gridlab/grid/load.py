@@ -11,9 +11,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from gridlab.config.schema import GridFile
 from gridlab.errors import GridFileError
 from gridlab.grid.problems import from_validation_error
-from gridlab.grid.schema import GridFile
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -11,7 +11,7 @@ from typing import Any, Union, cast
 from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from gridlab.grid.schema import CellConfig
+from gridlab.config.schema import CellConfig
 from gridlab.grid.suggest import unknown
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from gridlab.config.schema import CellConfig
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.data.vectors import EmbeddingsError, VocabularyVectors, vector_source, vocabulary_vectors
 from gridlab.data.vocab import PAD_ID
 from gridlab.data.word2vec import Corpus, word2vec_vectors
-from gridlab.grid.schema import CellConfig
 
 WORD2VEC = "word2vec"
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from gridlab.catalog.compatibility import incompatibilities
+from gridlab.config.schema import CellConfig
 from gridlab.data.prepare import PreparedDataset
 from gridlab.data.vocab import PAD_ID
-from gridlab.grid.schema import CellConfig
 from gridlab.models.attention import AttentionSpec
 from gridlab.models.classifier import (
     AttentionClassifier,
@@ -21,7 +22,6 @@ from gridlab.models.classifier import (
     PairClassifier,
     Sizes,
 )
-from gridlab.models.compatibility import incompatibilities
 from gridlab.models.encoders import build_encoder
 from gridlab.models.seq2seq import Seq2Seq
 

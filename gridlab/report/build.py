@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gridlab.analyses.registry import ANALYSES
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.report.artifacts import Figure, Fragment, SectionOutput, Table
 from gridlab.report.fidelity import fidelity

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gridlab.analyses.registry import ANALYSES
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.published import published
 

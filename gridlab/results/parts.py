@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gridlab.grid.schema import CellConfig
+from gridlab.config.schema import CellConfig
 from gridlab.store.atomic import replaced
 from gridlab.store.layout import GridWorkspace
 

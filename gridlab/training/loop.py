@@ -25,10 +25,10 @@ import pyarrow as pa
 import torch
 from torch import nn
 
+from gridlab.config.schema import CellConfig, TrainConfig
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.errors import GridlabError
-from gridlab.grid.schema import CellConfig, TrainConfig
 from gridlab.models.seq2seq import Seq2Seq, bleu, sequence_loss
 
 

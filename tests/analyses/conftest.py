@@ -7,10 +7,10 @@ from pathlib import Path
 
 import torch
 
+from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
 
 

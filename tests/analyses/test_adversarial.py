@@ -14,9 +14,9 @@ import torch
 from gridlab.analyses import adversarial
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once, jsd
-from gridlab.analyses.registry import AdversarialParams
+from gridlab.catalog.analyses import AdversarialParams
+from gridlab.config.schema import ModelConfig
 from gridlab.data.batching import Batch, collate
-from gridlab.grid.schema import ModelConfig
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 from .conftest import perturbed_model, short_synthetic_rows

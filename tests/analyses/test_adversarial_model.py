@@ -12,11 +12,11 @@ import torch
 from gridlab.analyses import adversarial_model
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import tvd
-from gridlab.analyses.registry import AdversarialModelParams
+from gridlab.catalog.analyses import AdversarialModelParams
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.grid.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.models.factory import build_model
 from gridlab.training.loop import fit
 

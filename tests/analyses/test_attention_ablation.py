@@ -10,11 +10,11 @@ import torch
 
 from gridlab.analyses import attention_ablation
 from gridlab.analyses.base import AnalysisContext
-from gridlab.analyses.registry import AttentionAblationParams
+from gridlab.catalog.analyses import AttentionAblationParams
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.grid.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.models.factory import build_model
 from gridlab.training.loop import evaluate, fit
 

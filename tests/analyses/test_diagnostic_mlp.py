@@ -12,12 +12,12 @@ import torch
 from gridlab.analyses import diagnostic_mlp
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.analyses.registry import ANALYSES, DiagnosticMlpParams
+from gridlab.catalog.analyses import ANALYSES, DiagnosticMlpParams
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.grid.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.models.factory import build_model
 from gridlab.training.loop import fit
 

@@ -14,9 +14,9 @@ import torch
 from gridlab.analyses import erasure_multi
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once
-from gridlab.analyses.registry import ErasureMultiParams
+from gridlab.catalog.analyses import ErasureMultiParams
+from gridlab.config.schema import ModelConfig
 from gridlab.data.batching import Batch, collate
-from gridlab.grid.schema import ModelConfig
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 from .conftest import perturbed_model, short_synthetic_rows

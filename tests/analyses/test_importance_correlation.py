@@ -28,13 +28,13 @@ from gridlab.analyses.importance import (
     tvd_beside,
 )
 from gridlab.analyses.importance_correlation import kendall
-from gridlab.analyses.registry import NoParams
+from gridlab.catalog.analyses import NoParams
+from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import Batch, collate
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
 from gridlab.data.vocab import PAD_ID
-from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.attention import Attention, AttentionSpec
 from gridlab.models.classifier import AttentionClassifier, Encoded
 from gridlab.models.factory import build_model

@@ -7,12 +7,12 @@ import torch
 
 from gridlab.analyses import layer_permutation
 from gridlab.analyses.base import AnalysisContext
-from gridlab.analyses.registry import NoParams
+from gridlab.catalog.analyses import NoParams
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.grid.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.models.factory import build_model
 from gridlab.training.loop import evaluate, fit
 

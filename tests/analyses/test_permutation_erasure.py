@@ -15,12 +15,12 @@ import torch
 from gridlab.analyses import erasure_single, permutation
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.analyses.registry import NoParams, PermutationParams
+from gridlab.catalog.analyses import NoParams, PermutationParams
+from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import Batch, collate
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.classifier import AttentionClassifier, Encoded
 from gridlab.models.factory import build_model
 from gridlab.models.projections import project

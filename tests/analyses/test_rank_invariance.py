@@ -36,7 +36,7 @@ from gridlab.analyses import (
 )
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.analyses.registry import ErasureMultiParams, NoParams, Params, RationaleRecoveryParams
+from gridlab.catalog.analyses import ErasureMultiParams, NoParams, Params, RationaleRecoveryParams
 from gridlab.data.batching import collate
 from gridlab.models.classifier import AttentionClassifier
 

@@ -22,12 +22,12 @@ from gridlab.analyses.rationale_recovery import (
     recovery_metrics,
     reference_recovery_metrics,
 )
-from gridlab.analyses.registry import RationaleRecoveryParams
+from gridlab.catalog.analyses import RationaleRecoveryParams
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import collate, iterate_batches
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.grid.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.models.factory import build_model
 from gridlab.training.loop import fit
 

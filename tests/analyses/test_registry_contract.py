@@ -16,18 +16,18 @@ import pytest
 import torch
 
 from gridlab.analyses.implementations import IMPLEMENTATIONS
-from gridlab.analyses.registry import ANALYSES
+from gridlab.catalog.analyses import ANALYSES
+from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
+from gridlab.execution.plan import Shard, ShardJob, plan_shards
+from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import cell_id
-from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
 from gridlab.results.parts import COMMON_SCHEMA
-from gridlab.shards.plan import Shard, ShardJob, plan_shards
-from gridlab.shards.runner import ShardRunner
 from gridlab.store.models import ModelStore, data_reference
 
 LN2 = math.log(2)

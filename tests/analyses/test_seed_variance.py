@@ -11,7 +11,7 @@ import torch
 from gridlab.analyses import seed_variance
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.analyses.registry import NoParams
+from gridlab.catalog.analyses import NoParams
 from gridlab.data.batching import iterate_batches
 from tests.analyses.conftest import perturbed_model, short_synthetic_rows
 

@@ -16,7 +16,6 @@ import torch
 from gridlab.analyses import sparsity_importance
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once, tvd
-from gridlab.analyses.registry import NoParams
 from gridlab.analyses.sparsity_importance import (
     erased_alphas,
     input_gradient_norms,
@@ -24,10 +23,11 @@ from gridlab.analyses.sparsity_importance import (
     representation_erasure,
     summarize,
 )
+from gridlab.catalog.analyses import NoParams
+from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import collate
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
-from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
 
 from .conftest import short_synthetic_rows

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gridlab.config.schema import CellConfig
 from gridlab.grid.expand import cell_id, expand
 from gridlab.grid.load import load_grid_file
-from gridlab.grid.schema import CellConfig
 
 
 def grid_from(tmp_path: Path, text: str, name: str = "g.yaml"):

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import collate
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
 from gridlab.models.projections import project
 

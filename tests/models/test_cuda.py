@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.grid.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.models.factory import build_model
 from gridlab.training.loop import evaluate, fit
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
-from gridlab.grid.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.models.factory import build_model
 from gridlab.training.loop import evaluate, fit
 

@@ -110,7 +110,7 @@ def synthetic_grid(tmp_path: Path):
 
 @contextmanager
 def local_ray(temp_dir: Path) -> Iterator[None]:
-    """A local Ray on loopback for one launch (the same settings as tests/trials' `local_ray`), shut down
+    """A local Ray on loopback for one launch (the same settings as tests/execution's `local_ray`), shut down
     after it so module-scoped Rays of other test folders can start later in the session."""
     import ray
 

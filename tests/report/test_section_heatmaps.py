@@ -17,20 +17,20 @@ import torch
 
 from gridlab.analyses.common import forward_once
 from gridlab.analyses.importance import leave_one_out
-from gridlab.analyses.registry import AdversarialParams
+from gridlab.catalog.analyses import AdversarialParams
+from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import iterate_batches, split_sentences
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
+from gridlab.execution.plan import Shard, ShardJob
+from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import cell_id
-from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
 from gridlab.report.artifacts import Fragment
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.sections import heatmaps
-from gridlab.shards.plan import Shard, ShardJob
-from gridlab.shards.runner import ShardRunner
 from gridlab.store.layout import GridWorkspace, Results
 from gridlab.store.models import ModelStore, data_reference
 

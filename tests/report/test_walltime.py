@@ -50,7 +50,7 @@ def test_durations():
 
 
 def test_a_launch_writes_what_wall_time_reads(tmp_path: Path):
-    launch = pytest.importorskip("gridlab.trials.launch")
+    launch = pytest.importorskip("gridlab.execution.launch")
     workspace = GridWorkspace(tmp_path / "runs" / "g")
     grid = SimpleNamespace(results_dir=workspace.path, workspace=workspace)
     with launch._timed(grid) as record:

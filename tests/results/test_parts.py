@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from gridlab.grid.schema import CellConfig
+from gridlab.config.schema import CellConfig
 from gridlab.results.parts import COMMON_SCHEMA, common_columns, drop_cell_parts, rows_table, write_part
 from gridlab.store.layout import GridWorkspace
 

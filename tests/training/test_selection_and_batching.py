@@ -12,11 +12,11 @@ import torch
 from sklearn.metrics import roc_auc_score
 from torch import nn
 
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.data.vocab import SPECIALS, Vocab
-from gridlab.grid.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.models.factory import build_model
 from gridlab.training.loop import Trainer, UndefinedSelection, evaluate, fit, roc_auc, train_epoch
 

@@ -47,11 +47,11 @@ from gridlab.analyses.importance import gradient_importance, leave_one_out
 from gridlab.data.batching import Batch, Sentences, iterate_batches
 from gridlab.data.catalog import DATASETS
 from gridlab.errors import GridlabError
+from gridlab.execution.runner import ShardRunner
 from gridlab.models.classifier import Encoded
 from gridlab.report.artifacts import Fragment, SectionOutput
 from gridlab.report.sections import Section
 from gridlab.report.stats import MODEL_AXES
-from gridlab.shards.runner import ShardRunner
 from gridlab.training.loop import hierarchical
 
 CELLS = 3

@@ -22,11 +22,11 @@ from pathlib import Path
 import ray
 from ray.exceptions import RayActorError, RayError
 
+from gridlab.execution.plan import ShardJob, not_implemented, plan_jobs
+from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
-from gridlab.shards.plan import ShardJob, not_implemented, plan_jobs
-from gridlab.shards.runner import ShardRunner
 
 
 @ray.remote(max_restarts=2, max_task_retries=2)

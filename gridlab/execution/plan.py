@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gridlab.analyses.implementations import IMPLEMENTATIONS
-from gridlab.analyses.registry import ANALYSES
 from gridlab.analyses.seed_variance import seed_peers
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gridlab.config.schema import CellConfig
 from gridlab.data.catalog import DATASETS
 from gridlab.data.vectors import VECTOR_SETS
-from gridlab.grid.schema import CellConfig
 
 ARCHITECTURES_FOR_TASK = {"single": ("flat", "han"), "pair": ("pair",), "translation": ("seq2seq",)}
 SEQ2SEQ_ENCODERS = ("gru",)

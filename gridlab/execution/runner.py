@@ -19,17 +19,17 @@ import torch
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
 from gridlab.analyses.implementations import IMPLEMENTATIONS
-from gridlab.analyses.registry import ANALYSES
+from gridlab.catalog.analyses import ANALYSES
+from gridlab.config.schema import CellConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.errors import GridlabError
-from gridlab.grid.schema import CellConfig
+from gridlab.execution.plan import SPLIT, ShardJob
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.models.seq2seq import Seq2Seq
 from gridlab.results.parts import common_columns, model_common_columns, rows_table, write_part
-from gridlab.shards.plan import SPLIT, ShardJob
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
 

@@ -12,10 +12,10 @@ from typing import Any
 
 from ray import tune
 
+from gridlab.execution.trainable import cell_id_of
 from gridlab.store.layout import CellFiles
 from gridlab.store.models import ModelStore
 from gridlab.tracking.runs import Tracker, flatten
-from gridlab.trials.trainable import cell_id_of
 
 TAG_KEYS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
 

@@ -11,15 +11,15 @@ import pytest
 import torch
 
 from gridlab.analyses.implementations import IMPLEMENTATIONS
-from gridlab.analyses.registry import ANALYSES
+from gridlab.catalog.analyses import ANALYSES
+from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
+from gridlab.execution.plan import Shard, ShardJob
+from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import cell_id
-from gridlab.grid.schema import CellConfig, ModelConfig
 from gridlab.models.factory import build_model
-from gridlab.shards.plan import Shard, ShardJob
-from gridlab.shards.runner import ShardRunner
 from gridlab.store.models import ModelStore, data_reference
 
 FAST = {"permutation": {"n": 8}, "erasure_multi": {"exact_max_len": 6}, "adversarial": {"k": 2, "steps": 10}}

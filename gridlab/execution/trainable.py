@@ -22,8 +22,8 @@ import ray
 import torch
 from ray import tune
 
+from gridlab.config.schema import CellConfig
 from gridlab.data.prepare import PreparedDataset, load_dataset
-from gridlab.grid.schema import CellConfig
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads

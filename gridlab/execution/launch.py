@@ -1,5 +1,5 @@
 """`gridlab launch`: train every cell of a grid that is not trained yet, as one Ray Tune trial each, and run
-the grid's analyses on every trained cell (`gridlab.shards`): a model's shards start as soon as it is
+the grid's analyses on every trained cell (`plan`, `actors`): a model's shards start as soon as it is
 trained, while the other trials go on, and the cells trained earlier are analysed after training.
 
     >>> report = launch(expanded, force=[], address=None, emit=print)
@@ -26,18 +26,18 @@ from ray import tune
 
 from gridlab.analyses.seed_variance import peers_of
 from gridlab.errors import GridlabError
+from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
+from gridlab.execution.plan import plan_jobs
+from gridlab.execution.progress import GridProgress
+from gridlab.execution.ray_session import ray_session
+from gridlab.execution.trainable import cell_id_of, train_cell, trial_params
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
 from gridlab.results.parts import drop_cell_parts
-from gridlab.shards.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
-from gridlab.shards.plan import plan_jobs
 from gridlab.store.atomic import write_json
 from gridlab.store.layout import LAUNCH_MARKER
 from gridlab.store.models import ModelStore
 from gridlab.tracking.runs import Tracker
-from gridlab.trials.progress import GridProgress
-from gridlab.trials.ray_session import ray_session
-from gridlab.trials.trainable import cell_id_of, train_cell, trial_params
 
 
 @dataclass(frozen=True)
