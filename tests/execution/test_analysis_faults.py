@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.trials.conftest import write_grid
+from tests.execution.conftest import write_grid
 from typer.testing import CliRunner
 
 from gridlab.cli import app
