@@ -38,6 +38,7 @@ class DataConfig(BaseModel):
     babi_size: Literal["10k", "1k"] | None = Field(None, description="bAbI training-set size (default 10k)")
     synthetic: SyntheticConfig | None = Field(None, description="parameters of the synthetic task")
     strip_punctuation: bool = Field(False, description="drop tokens made only of punctuation (J&W's preprocessing)")
+    drop_titles: bool = Field(False, description="AG News: the description without its title, as J&W read it")
 
     def resolve(self, spec: DatasetSpec) -> DataConfig:
         """Dataset defaults filled in, inapplicable fields set to None."""
@@ -51,5 +52,6 @@ class DataConfig(BaseModel):
                 "dev_fraction": self.dev_fraction if self.test_fraction or "dev" not in spec.official_splits else None,
                 "babi_size": (self.babi_size or "10k") if is_babi else None,
                 "synthetic": (self.synthetic or SyntheticConfig()) if spec.id == "synthetic" else None,
+                "drop_titles": self.drop_titles and spec.folder == "ag_news",
             }
         )

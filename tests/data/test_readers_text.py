@@ -273,6 +273,12 @@ def test_ag_news_rows(data_dir: Path) -> None:
     assert "properties for social network and whitelist distribution.  I think we can" in test[7].text
     assert (test[3799].label, test[3799].source_id) == ("World", "test.csv.gz:3800")
     assert test[3799].text.startswith("Flight From Hong Kong Diverted in UK LONDON Oct. 14, 2004 - A Virgin Atlantic")
+    described = AgNewsReader(drop_titles=True).read(data_dir / "ag_news", "test")  # J&W: no title
+    assert described[0].text == (
+        "Unions representing workers at Turner   Newall say they are 'disappointed' after talks with stricken "
+        "parent firm Federal Mogul."
+    )
+    assert [e.source_id for e in described] == [e.source_id for e in test]
     assert test[-1] == RawExample(
         text="EBay gets into rentals EBay plans to buy the apartment and home rental service Rent.com for  $415 "
         "million, adding to its already exhaustive breadth of offerings.",

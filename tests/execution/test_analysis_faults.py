@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.execution.conftest import write_grid
 from typer.testing import CliRunner
 
 from gridlab.cli import app
@@ -19,6 +18,7 @@ from gridlab.execution.actors import AnalysisDispatcher
 from gridlab.execution.plan import plan_jobs
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
+from tests.execution.conftest import write_grid
 
 pytestmark = pytest.mark.slow
 SLOW_SHARD = {"permutation": {"n": 20000}}  # a few seconds per shard: time to kill its actor mid-way

@@ -23,7 +23,7 @@ def grid_from(tmp_path: Path, text: str, name: str = "g.yaml"):
 def test_cell_id_is_sha256_of_canonical_resolved_json():
     config = CellConfig(dataset="sst")
     cell = config.model_dump(mode="json")
-    del cell["data"]["test_fraction"]  # a field added later, left out at its neutral value (next test)
+    del cell["data"]["test_fraction"], cell["data"]["drop_titles"]  # added later: left out at their neutral value
     canonical = json.dumps({"schema": 1, "cell": cell}, sort_keys=True, separators=(",", ":"))
     assert cell_id(config) == hashlib.sha256(canonical.encode()).hexdigest()[:12]
     # the documented canonical form: sorted keys, no spaces, defaults present
@@ -39,6 +39,8 @@ def test_a_setting_added_later_keeps_the_ids_already_handed_out():
     assert {"fd30c4ae8759", "0a8c26e408a3", "cc7c5f2569fe"} <= ids
     resplit = CellConfig(dataset="20news", data={"test_fraction": 0.2})
     assert cell_id(resplit) != cell_id(CellConfig(dataset="20news"))
+    untitled = CellConfig(dataset="agnews", data={"drop_titles": True})
+    assert cell_id(untitled) != cell_id(CellConfig(dataset="agnews"))
 
 
 def test_ids_ignore_key_order_and_number_spelling(tmp_path: Path):

@@ -6,7 +6,8 @@ description; internal quotes are doubled. `classes.txt` names the classes, one p
 shared/data); the `.gz` is preferred because it is the copy whose checksum is known. The official splits
 are train (120,000) and test (7,600); shared/data has only test.
 
-The text is `title + " " + description`, with every backslash turned into a space. The readme says new
+The text is `title + " " + description` (the description alone with `drop_titles`, as Jain & Wallace read
+it), with every backslash turned into a space. The readme says new
 lines are escaped as backslash + "n", but the files escape a line break as a lone backslash: every "\\n" in
 test.csv is a break before a word starting with "n" ("social\\network", "gave\\no indication"), so replacing
 "\\n" would cut those words. "\\\\" is a paragraph break and "\\$" the one escaped character (a dollar
@@ -44,6 +45,9 @@ AG_NEWS_FILES = (
 class AgNewsReader:
     """AG News articles labelled by class name ("World", "Sports", "Business", "Sci/Tech")."""
 
+    def __init__(self, drop_titles: bool = False):
+        self.drop_titles = drop_titles
+
     def splits_present(self, folder: Path) -> dict[str, bool]:
         return {split: _split_file(Path(folder), split) is not None for split in OFFICIAL_SPLITS}
 
@@ -58,7 +62,7 @@ class AgNewsReader:
         try:
             with _open_text(path) as stream:
                 return [
-                    _example(path, row_number, row, classes)
+                    _example(path, row_number, row, classes, self.drop_titles)
                     for row_number, row in enumerate(csv.reader(stream, strict=True), start=1)
                 ]
         except csv.Error as error:
@@ -95,7 +99,7 @@ def _read_classes(path: Path) -> tuple[str, ...]:
     return names
 
 
-def _example(path: Path, row_number: int, row: list[str], classes: tuple[str, ...]) -> RawExample:
+def _example(path: Path, row_number: int, row: list[str], classes: tuple[str, ...], drop_titles: bool) -> RawExample:
     if len(row) != 3 or not row[0].isdigit() or not 1 <= int(row[0]) <= len(classes):
         raise DataError(
             f'{path}: row {row_number}: expected "<class 1-{len(classes)}>","<title>","<description>", '
@@ -103,7 +107,7 @@ def _example(path: Path, row_number: int, row: list[str], classes: tuple[str, ..
         )
     title, description = row[1], row[2]
     return RawExample(
-        text=_unescape(f"{title} {description}"),
+        text=_unescape(description if drop_titles else f"{title} {description}"),
         label=classes[int(row[0]) - 1],
         source_id=f"{path.name}:{row_number}",
     )
