@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from gridlab.cli import app
 from gridlab.report.walltime import wall_time
+from gridlab.store.layout import GridWorkspace
 
 pytestmark = pytest.mark.slow
 
@@ -149,7 +150,7 @@ def test_fidelity_rows_are_the_sections_numbers(quick_report):
         assert number.verdict in ("within", "outside") and number.n_seeds == 1
     first = (quick_report.report / "index.html").read_text().index("<table id=")
     assert (quick_report.report / "index.html").read_text()[first:].startswith('<table id="fidelity"')
-    spent = wall_time(quick_report.results)
+    spent = wall_time(GridWorkspace(quick_report.results))
     assert spent.launches == 1 and spent.launch_seconds > 0 and spent.unfinished == 0
     assert spent.trials == 4 and spent.epochs >= 4 and spent.train_seconds > 0
 
