@@ -76,6 +76,6 @@ class TransformerEncoder(nn.Module):
             attention, values = layer.attention(x, tokens)
             if self.override is not None:
                 attention = self.override(index, attention)
-            self.attention_maps.append(attention)
+            self.attention_maps.append(attention.detach())  # for reading: no graph kept, so a model deep-copies
             x = layer.combine(x, attention, values)
         return x

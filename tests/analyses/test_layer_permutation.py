@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -61,6 +63,14 @@ def test_permuted_attention_stays_on_the_real_keys(trained):
     model(batch)
     unpermuted = layer_permutation.self_attention(model).attention_maps[0]
     assert not torch.equal(unpermuted, maps[0])
+
+
+def test_a_transformer_copies_after_a_forward_with_gradients(trained):
+    # adversarial_model deep-copies the base model; kept attention maps must not carry its autograd graph
+    model, data = trained
+    model(next(iterate_batches(data.splits["test"], 8))).sum().backward()
+    assert not any(m.requires_grad for m in layer_permutation.self_attention(model).attention_maps)
+    copy.deepcopy(model)
 
 
 def test_non_transformer_models_are_refused(trained):
