@@ -28,7 +28,7 @@ from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 from gridlab.store.layout import CellFiles
-from gridlab.store.models import data_reference
+from gridlab.store.models import data_reference, write_trained
 from gridlab.training.loop import NonFiniteLoss, Trainer, UndefinedSelection, evaluate
 
 TRAINER_STATE = "trainer.pt"  # in a Tune checkpoint (not a results file): the trainer's state after an epoch
@@ -157,13 +157,13 @@ def _report_final(
     }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        torch.save({k: v.cpu() for k, v in trainer.model.state_dict().items()}, folder / CellFiles.MODEL)
-        files = {
-            CellFiles.CONFIG: {"cell_id": cell_id, **config.model_dump(mode="json")},
-            CellFiles.DATA: data_reference(data),
-            CellFiles.HISTORY: [{"epoch": r.epoch, "train_loss": r.train_loss, **r.dev} for r in result.history],
-            CellFiles.METRICS: metrics,
-        }
-        for name, value in files.items():
-            (folder / name).write_text(json.dumps(value, indent=2, sort_keys=True))
+        write_trained(
+            folder,
+            cell_id,
+            config.model_dump(mode="json"),
+            trainer.model.state_dict(),
+            data_reference(data),
+            metrics,
+            [{"epoch": r.epoch, "train_loss": r.train_loss, **r.dev} for r in result.history],
+        )
         tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))

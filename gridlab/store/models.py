@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +37,30 @@ def data_reference(data) -> dict[str, Any]:
         "vocab_sha256": data.vocab.digest(),
         "rows": {split: table.num_rows for split, table in data.splits.items()},
     }
+
+
+def write_trained(
+    folder: Path,
+    cell_id: str,
+    config: dict[str, Any],
+    weights: Mapping[str, Any],
+    data_json: dict[str, Any],
+    metrics: dict[str, Any],
+    history: list[dict[str, Any]],
+) -> None:
+    """The files of a trained cell (`CellFiles.TRAINED`) into `folder`: what a finished trial leaves, for the
+    store to publish. `weights` is a state dict (saved on CPU); `config` the resolved cell config as JSON."""
+    import torch  # here, not at the top: readers of the store (reports, status) never load torch
+
+    torch.save({k: v.cpu() for k, v in weights.items()}, folder / CellFiles.MODEL)
+    files = {
+        CellFiles.CONFIG: {"cell_id": cell_id, **config},
+        CellFiles.DATA: data_json,
+        CellFiles.HISTORY: history,
+        CellFiles.METRICS: metrics,
+    }
+    for name, value in files.items():
+        (folder / name).write_text(json.dumps(value, indent=2, sort_keys=True))
 
 
 @dataclass(frozen=True)
@@ -89,6 +114,12 @@ class ModelStore:
                 (staging / name).write_text(json.dumps(value, indent=2, sort_keys=True))
 
         return self._publish(cell_id, fill)
+
+    def publish_trained(self, cell_id: str, **trained: Any) -> CellFolder:
+        """Publish a trained cell from its parts (`write_trained`'s arguments after the cell id)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            write_trained(Path(tmp), cell_id, **trained)
+            return self.publish(cell_id, Path(tmp), {})
 
     def write_failure(self, cell_id: str, reason: str, config: dict, tracking: dict) -> CellFolder:
         def fill(staging: Path) -> None:

@@ -4,7 +4,6 @@ rows for the same seed, and the same rows whether the instances run as 1 shard o
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -94,17 +93,14 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
 
 def publish(tmp_path_factory, root: Path, config: CellConfig, data, model) -> str:
     identifier = cell_id(config)
-    staged = tmp_path_factory.mktemp("staged")
-    torch.save(model.state_dict(), staged / "model.pt")
-    files = {
-        "config.json": {"cell_id": identifier, **config.model_dump(mode="json")},
-        "data.json": data_reference(data),
-        "metrics.json": {"test_accuracy": 0.0},
-        "history.json": [],
-    }
-    for name, value in files.items():
-        (staged / name).write_text(json.dumps(value))
-    ModelStore(root / "models").publish(identifier, staged, {})
+    ModelStore(root / "models").publish_trained(
+        identifier,
+        config=config.model_dump(mode="json"),
+        weights=model.state_dict(),
+        data_json=data_reference(data),
+        metrics={"test_accuracy": 0.0},
+        history=[],
+    )
     return identifier
 
 

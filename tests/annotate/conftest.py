@@ -3,7 +3,6 @@ uniform-attention cell (trained: never annotated) and a learned cell that is not
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +36,7 @@ class AnnotatedGrid:
     model: torch.nn.Module
 
 
-def publish(expanded: ExpandedGrid, cell: Cell, staged: Path) -> tuple[PreparedDataset, torch.nn.Module]:
+def publish(expanded: ExpandedGrid, cell: Cell) -> tuple[PreparedDataset, torch.nn.Module]:
     """Random weights, sharpened as in tests/analyses: peaked attention, decisions near the boundary."""
     data = load_dataset(cell.config.dataset, expanded.data_dir, expanded.spec.results_dir / "cache", cell.config.data)
     torch.manual_seed(0)
@@ -48,17 +47,14 @@ def publish(expanded: ExpandedGrid, cell: Cell, staged: Path) -> tuple[PreparedD
         model.classifier.weight.mul_(200.0)
         batch = next(iterate_batches(data.splits["test"], 64))
         model.classifier.bias.sub_(model(batch).mean(0))
-    staged.mkdir()
-    torch.save(model.state_dict(), staged / "model.pt")
-    files = {
-        "config.json": {"cell_id": cell.id, **cell.config.model_dump(mode="json")},
-        "data.json": data_reference(data),
-        "metrics.json": {"test_accuracy": 0.0},
-        "history.json": [],
-    }
-    for name, value in files.items():
-        (staged / name).write_text(json.dumps(value))
-    ModelStore(expanded.workspace.models).publish(cell.id, staged, {})
+    ModelStore(expanded.workspace.models).publish_trained(
+        cell.id,
+        config=cell.config.model_dump(mode="json"),
+        weights=model.state_dict(),
+        data_json=data_reference(data),
+        metrics={"test_accuracy": 0.0},
+        history=[],
+    )
     return data, model
 
 
@@ -71,6 +67,6 @@ def annotated_grid(tmp_path_factory: pytest.TempPathFactory) -> AnnotatedGrid:
     expanded = expand(load_grid_file(path), str(path))
     cells = {(c.config.attention_mode, c.config.seed): c for c in expanded.cells}
     learned = cells[("learned", 0)]
-    data, model = publish(expanded, learned, root / "staged-learned")
-    publish(expanded, cells[("uniform", 0)], root / "staged-uniform")
+    data, model = publish(expanded, learned)
+    publish(expanded, cells[("uniform", 0)])
     return AnnotatedGrid(path, expanded, learned, data, model)

@@ -3,7 +3,6 @@ premise and a query) and hierarchical ones (documents as sentences), not only fl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -31,18 +30,14 @@ def publish(root: Path, cache: Path, config: CellConfig) -> str:
     data = load_dataset(config.dataset, root, cache, config.data)
     model = build_model(config, data).eval()
     identifier = cell_id(config)
-    staged = root / f"staged-{identifier}"
-    staged.mkdir()
-    torch.save(model.state_dict(), staged / "model.pt")
-    files = {
-        "config.json": {"cell_id": identifier, **config.model_dump(mode="json")},
-        "data.json": data_reference(data),
-        "metrics.json": {"test_accuracy": 0.0},
-        "history.json": [],
-    }
-    for name, value in files.items():
-        (staged / name).write_text(json.dumps(value))
-    ModelStore(root / "g" / "models").publish(identifier, staged, {})
+    ModelStore(root / "g" / "models").publish_trained(
+        identifier,
+        config=config.model_dump(mode="json"),
+        weights=model.state_dict(),
+        data_json=data_reference(data),
+        metrics={"test_accuracy": 0.0},
+        history=[],
+    )
     return identifier
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import json
 import re
 from types import SimpleNamespace
 
@@ -61,17 +60,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
         model.classifier.weight.mul_(20.0)
         model.classifier.bias.sub_(model(next(iterate_batches(data.splits["test"], N))).mean(0))
     identifier = cell_id(config)
-    staged = tmp_path_factory.mktemp("staged")
-    torch.save(model.state_dict(), staged / "model.pt")
-    files = {
-        "config.json": {"cell_id": identifier, **config.model_dump(mode="json")},
-        "data.json": data_reference(data),
-        "metrics.json": {"test_accuracy": 0.5},
-        "history.json": [],
-    }
-    for name, value in files.items():
-        (staged / name).write_text(json.dumps(value))
-    ModelStore(grid_results / "models").publish(identifier, staged, {})
+    ModelStore(grid_results / "models").publish_trained(
+        identifier,
+        config=config.model_dump(mode="json"),
+        weights=model.state_dict(),
+        data_json=data_reference(data),
+        metrics={"test_accuracy": 0.5},
+        history=[],
+    )
     runner = ShardRunner(grid_results, data_dir, cache, torch.device("cpu"))
     runner.run(ShardJob("g", identifier, Shard(0, 0, N), {"adversarial": ADVERSARIAL}, 8))
     return SimpleNamespace(
