@@ -33,7 +33,7 @@ import torch
 from gridlab.analyses import adversarial, importance
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once
-from gridlab.analyses.implementations import IMPLEMENTATIONS
+from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.data.batching import collate
 from gridlab.models.attention import AttentionSpec

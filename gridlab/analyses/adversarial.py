@@ -21,9 +21,10 @@ Then Algorithm 3: every final alpha_i is decoded; `jsd_eps_max` is the largest J
 candidates with TVD(y(alpha_i), y) <= eps (0 if none), `tvd_at_jsd` that candidate's TVD (0 if none; the
 first candidate on a tie), `n_within_eps` how many candidates are within eps, `steps_run` how many Adam
 updates the instance received, and `candidate_jsd` / `candidate_tvd` every candidate's JSD and TVD (k-lists),
-so that another selection rule (J&W's plotting code keeps candidates up to TVD 0.05) is computed from rows.
-An instance with T = 1 has one distribution only: jsd 0, tvd 0, n_within_eps = k, steps_run 0, candidates all
-0, without optimising.
+so that another selection rule (J&W's plotting code keeps candidates up to TVD 0.05) is computed from rows,
+and `alpha_eps_max` the selected candidate's weights over the instance's items (null if none is within eps),
+which the report's heatmaps show beside the model's attention. An instance with T = 1 has one distribution
+only: jsd 0, tvd 0, n_within_eps = k, steps_run 0, candidates all 0, alpha_eps_max null, without optimising.
 
 Convergence (per instance, the grid's `stop_window` / `stop_rtol`, 50 and 1e-3 by default; `stop_window: 0`
 turns it off): the objective is averaged over consecutive windows of `stop_window` steps, and after each
@@ -64,7 +65,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import (
     EPS,
     LN2,
@@ -72,9 +73,10 @@ from gridlab.analyses.common import (
     decode_many,
     instance_generator,
     jsd,
+    object_column,
     tvd,
 )
-from gridlab.catalog.analyses import AdversarialParams
+from gridlab.catalog.analyses import ANALYSES, AdversarialParams
 from gridlab.models.classifier import (
     AttentionClassifier,
     Encoded,
@@ -92,6 +94,7 @@ SCHEMA = pa.schema(
         ("n_within_eps", pa.int64()),
         ("candidate_jsd", pa.list_(pa.float64())),
         ("candidate_tvd", pa.list_(pa.float64())),
+        ("alpha_eps_max", pa.list_(pa.float64())),  # that candidate's weights over the items; null if none
     ]
 )
 
@@ -409,6 +412,9 @@ def _columns(
     jsd_max = torch.where(found & ~single, jsds.gather(-1, best)[:, 0], 0.0)
     tvd_at = torch.where(found & ~single, tvds.gather(-1, best)[:, 0], 0.0)
     n_within = torch.where(single, k, within.sum(-1))
+    chosen = alphas.gather(1, best[:, :, None].expand(-1, 1, alphas.shape[-1]))[:, 0].double()  # (B, T)
+    keep = (found & ~single).tolist()
+    weights = [row[m].tolist() if kept else None for row, m, kept in zip(chosen, shared.encoded.mask, keep)]
     return {
         "jsd_eps_max": jsd_max.cpu().numpy(),
         "tvd_at_jsd": tvd_at.cpu().numpy(),
@@ -416,14 +422,13 @@ def _columns(
         "n_within_eps": n_within.cpu().numpy().astype(np.int64),
         "candidate_jsd": _lists(torch.where(single[:, None], 0.0, jsds)),
         "candidate_tvd": _lists(torch.where(single[:, None], 0.0, tvds)),
+        "alpha_eps_max": object_column(weights),
     }
 
 
 def _lists(values: torch.Tensor) -> np.ndarray:
     """(B, k) -> (B,) object array of k-lists: a list column per instance."""
-    column = np.empty(values.shape[0], dtype=object)
-    column[:] = values.cpu().tolist()
-    return column
+    return object_column(values.cpu().tolist())
 
 
 # ---- reference ------------------------------------------------------------------------------------------
@@ -443,16 +448,17 @@ def reference(
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
     for b, instance_id in enumerate(shared.batch.instance_ids.tolist()):
         positions = shared.encoded.mask[b].nonzero().squeeze(1)
+        row: tuple
         if len(positions) <= 1:
-            row = (0.0, 0.0, 0, params.k, [0.0] * params.k, [0.0] * params.k)
+            row = (0.0, 0.0, 0, params.k, [0.0] * params.k, [0.0] * params.k, None)
         else:
             logits, steps_run = _reference_optimise(context, shared, b, instance_id, positions, eps, convergence)
-            jsd_max, tvd_at, n_within, jsds, tvds = _reference_select(model, shared, b, positions, logits, eps)
-            row = (jsd_max, tvd_at, steps_run, n_within, jsds, tvds)
+            jsd_max, tvd_at, n_within, jsds, tvds, chosen = _reference_select(model, shared, b, positions, logits, eps)
+            row = (jsd_max, tvd_at, steps_run, n_within, jsds, tvds, chosen)
         for name, value in zip(SCHEMA.names, row):
             columns[name].append(value)
     return {
-        field.name: _lists(torch.tensor(columns[field.name], dtype=torch.float64))
+        field.name: object_column(columns[field.name])
         if pa.types.is_list(field.type)
         else np.asarray(columns[field.name], dtype=field.type.to_pandas_dtype())
         for field in SCHEMA
@@ -517,12 +523,12 @@ def _reference_objective(
 @torch.no_grad()
 def _reference_select(
     model: AttentionClassifier, shared: SharedPass, b: int, positions: torch.Tensor, logits: torch.Tensor, eps: float
-) -> tuple[float, float, int, list[float], list[float]]:
+) -> tuple[float, float, int, list[float], list[float], list[float] | None]:
     """Algorithm 3's loop for instance b: (eps-max JSD, its TVD, candidates within eps, every candidate's JSD
-    and TVD)."""
+    and TVD, the eps-max candidate's weights or None)."""
     h = shared.encoded.h[b, positions]  # (T_b, m)
     query = None if shared.encoded.query is None else shared.encoded.query[b : b + 1]
-    best, best_tvd, n_within = 0.0, 0.0, 0
+    best, best_tvd, n_within, chosen = 0.0, 0.0, 0, None
     jsds, tvds = [], []
     for row in logits:
         candidate = torch.softmax(row, dim=-1)
@@ -534,8 +540,8 @@ def _reference_select(
         if distance <= eps:
             n_within += 1
             if n_within == 1 or divergence > best:
-                best, best_tvd = divergence, distance
-    return best, best_tvd, n_within, jsds, tvds
+                best, best_tvd, chosen = divergence, distance, candidate.double().tolist()
+    return best, best_tvd, n_within, jsds, tvds, chosen
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
@@ -548,3 +554,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         "jsd_above_half": float((jsd_values > 0.5).mean()),
         "steps_run_mean": float(rows["steps_run"].astype(float).mean()),
     }
+
+
+class Adversarial(InstanceAnalysis[AdversarialParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -47,9 +47,9 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import EPS, forward_once, instance_seed, jsd, tvd
-from gridlab.catalog.analyses import AdversarialModelParams
+from gridlab.catalog.analyses import ANALYSES, AdversarialModelParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.classifier import AttentionClassifier
@@ -59,7 +59,6 @@ from gridlab.training.loop import hierarchical, make_optimizer
 
 ID = "adversarial_model"
 VERSION = 1
-SCOPE = "model"
 SCHEMA = pa.schema(
     [
         ("variant", pa.string()),
@@ -240,3 +239,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         for m in metrics
         if row[m] is not None and not pd.isna(row[m])
     }
+
+
+class AdversarialModel(ModelAnalysis[AdversarialModelParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run_model, summarize = staticmethod(run_model), staticmethod(summarize)

@@ -16,10 +16,10 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import decode_many, forward_once, instance_generator, instance_seed
 from gridlab.analyses.permutation import permute, unmasked_first
-from gridlab.catalog.analyses import AttentionAblationParams
+from gridlab.catalog.analyses import ANALYSES, AttentionAblationParams
 from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.classifier import AttentionClassifier
@@ -27,7 +27,6 @@ from gridlab.models.seq2seq import Seq2Seq, bleu, permute_within_mask
 
 ID = "attention_ablation"
 VERSION = 1
-SCOPE = "model"
 SCHEMA = pa.schema(
     [
         ("mode", pa.string()),
@@ -138,3 +137,9 @@ def reference_accuracy(context: AnalysisContext, data: PreparedDataset, mode: st
             correct += int(logits.argmax(-1).item() == batch.labels.item())
             total += 1
     return correct / max(total, 1)
+
+
+class AttentionAblation(ModelAnalysis[AttentionAblationParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run_model, summarize = staticmethod(run_model), staticmethod(summarize)

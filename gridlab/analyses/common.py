@@ -14,6 +14,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from gridlab.data.batching import Batch
@@ -47,6 +48,13 @@ def forward_once(model: AttentionClassifier, batch: Batch) -> SharedPass:
     logits = model.decode(encoded.h, alpha, encoded.query)
     probs = torch.softmax(logits, dim=-1)
     return SharedPass(batch, encoded, alpha, logits, probs, probs.argmax(-1))
+
+
+def object_column(values: list) -> np.ndarray:
+    """(B,) numpy object array of B per-instance values (lists for a list column, None for a null)."""
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column
 
 
 def decode_many(model: AttentionClassifier, shared: SharedPass, alphas: torch.Tensor) -> torch.Tensor:

@@ -40,9 +40,9 @@ import pyarrow as pa
 import torch
 from torch import nn
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import forward_once, instance_seed
-from gridlab.catalog.analyses import DiagnosticMlpParams
+from gridlab.catalog.analyses import ANALYSES, DiagnosticMlpParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.data.vocab import PAD_ID
@@ -52,7 +52,6 @@ from gridlab.training import loop
 
 ID = "diagnostic_mlp"
 VERSION = 1
-SCOPE = "model"
 SCHEMA = pa.schema(
     [
         ("variant", pa.string()),
@@ -218,3 +217,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         for row in rows.to_dict("records")
         for metric in ("accuracy", "f1_macro")
     }
+
+
+class DiagnosticMlpAnalysis(ModelAnalysis[DiagnosticMlpParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run_model, summarize = staticmethod(run_model), staticmethod(summarize)

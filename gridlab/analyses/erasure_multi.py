@@ -43,15 +43,15 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator
 from gridlab.analyses.ranking import tie_ranks
-from gridlab.catalog.analyses import ErasureMultiParams
+from gridlab.catalog.analyses import ANALYSES, ERASURE_RANKINGS, ErasureMultiParams
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 ID = "erasure_multi"
 VERSION = 1
-RANKINGS = ("attention", "random", "gradient", "grad_x_attention")
+RANKINGS = ERASURE_RANKINGS  # the rankings it may compute, in its columns' order
 SCHEMA = pa.schema(
     [
         field
@@ -334,3 +334,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         summary[f"flipped_{name}"] = float(len(fractions) / max(len(rows), 1))
         summary[f"frac_{name}_median"] = float(fractions.median()) if len(fractions) else float("nan")
     return summary
+
+
+class ErasureMulti(InstanceAnalysis[ErasureMultiParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -29,9 +29,10 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator, jsd
 from gridlab.analyses.ranking import descending_order, tie_ranks
+from gridlab.catalog.analyses import ANALYSES, NoParams
 
 ID = "erasure_single"
 VERSION = 1
@@ -150,3 +151,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         "flip_neither": float((~top & ~rand).sum() / n),
         "delta_js_negative": float((kept["delta_js"].astype(float) < 0).sum() / n),
     }
+
+
+class ErasureSingle(InstanceAnalysis[NoParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -33,7 +33,7 @@ import pyarrow as pa
 import torch
 from scipy.stats import kendalltau
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass
 from gridlab.analyses.importance import (
     gradient_importance,
@@ -42,6 +42,7 @@ from gridlab.analyses.importance import (
     reference_leave_one_out,
 )
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
+from gridlab.catalog.analyses import ANALYSES, NoParams
 
 ID = "importance_correlation"
 VERSION = 1
@@ -111,3 +112,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
             summary[f"tau_{measure}_std{suffix}"] = float(tau.std(ddof=0)) if len(tau) else float("nan")
             summary[f"sig_{measure}{suffix}"] = float((p < 0.05).mean()) if len(p) else float("nan")
     return summary
+
+
+class ImportanceCorrelation(InstanceAnalysis[NoParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -18,16 +18,16 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import instance_generator
 from gridlab.analyses.permutation import permute
+from gridlab.catalog.analyses import ANALYSES, NoParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.transformer import TransformerEncoder
 
 ID = "layer_permutation"
 VERSION = 1
-SCOPE = "model"
 SCHEMA = pa.schema(
     [
         ("layers_permuted", pa.int64()),
@@ -108,3 +108,9 @@ def reference_accuracy(context: AnalysisContext, data: PreparedDataset, layers: 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     return {f"accuracy_{int(row['layers_permuted'])}_layers": float(row["accuracy"]) for row in rows.to_dict("records")}
+
+
+class LayerPermutation(ModelAnalysis[NoParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run_model, summarize = staticmethod(run_model), staticmethod(summarize)

@@ -22,9 +22,9 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator, tvd
-from gridlab.catalog.analyses import PermutationParams
+from gridlab.catalog.analyses import ANALYSES, PermutationParams
 
 ID = "permutation"
 VERSION = 1
@@ -138,3 +138,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         "tvd_median_mean": float(rows["tvd_median"].mean()),
         "tvd_max_max": float(rows["tvd_max"].max()),
     }
+
+
+class Permutation(InstanceAnalysis[PermutationParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -58,7 +58,7 @@ import pyarrow as pa
 import torch
 from scipy.stats import rankdata
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass
 from gridlab.analyses.importance import (
     gradient_importance,
@@ -67,11 +67,11 @@ from gridlab.analyses.importance import (
     reference_leave_one_out,
 )
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
-from gridlab.catalog.analyses import RationaleRecoveryParams
+from gridlab.catalog.analyses import ANALYSES, RECOVERY_RANKINGS, RationaleRecoveryParams
 
 ID = "rationale_recovery"
 VERSION = 1
-RANKINGS = ("attention", "gradient", "grad_x_attention", "leave_one_out")
+RANKINGS = RECOVERY_RANKINGS  # the rankings it may compute, in its columns' order
 SCHEMA = pa.schema(
     [
         *(
@@ -294,3 +294,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 def _missing(value: object) -> bool:
     """A null list cell as pandas may hold it: None, or a float NaN."""
     return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+class RationaleRecovery(InstanceAnalysis[RationaleRecoveryParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

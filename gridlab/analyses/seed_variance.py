@@ -20,12 +20,12 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, GridAnalysis
 from gridlab.analyses.common import SharedPass, jsd, tvd
+from gridlab.catalog.analyses import ANALYSES, NoParams
 
 ID = "seed_variance"
 VERSION = 1
-SCOPE = "grid"
 SCHEMA = pa.schema(
     [
         ("other_seeds", pa.int64()),
@@ -106,3 +106,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         "jsd_seed_max_median": float(rows["jsd_seed_max"].median()),
         "tvd_seed_mean_mean": float(rows["tvd_seed_mean"].mean()),
     }
+
+
+class SeedVariance(GridAnalysis[NoParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -46,7 +46,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, decode_many
 from gridlab.analyses.importance import (
     input_gradient,
@@ -58,6 +58,7 @@ from gridlab.analyses.importance import (
 )
 from gridlab.analyses.importance_correlation import kendall
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
+from gridlab.catalog.analyses import ANALYSES, NoParams
 from gridlab.data.batching import Batch, collate
 from gridlab.models.classifier import AttentionClassifier
 
@@ -265,3 +266,9 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         values = rows[name].dropna().astype(float)
         summary[f"{name}_mean"] = float(values.mean()) if len(values) else float("nan")
     return summary
+
+
+class SparsityImportance(InstanceAnalysis[NoParams]):
+    info = ANALYSES[ID]
+    schema, version = SCHEMA, VERSION
+    run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -3,22 +3,24 @@
     >>> report = export_grid(expanded, out=expanded.workspace.annotation, per_cell=100)
     >>> report.items, report.cells, report.skipped
 
-For each trained flat classifier with learned attention, `per_cell` test instances with more than TOP_K
-tokens are sampled (the same ones on every run: the generator is seeded by the cell id). Shorter instances
-are left out because all of their tokens would be highlighted in both conditions. Each instance gives two
-items:
+Everything comes from the `token_scores` rows (add `token_scores: {}` to the grid's analyses): the export
+reads rows and loads no model. For each trained flat classifier with learned attention, `per_cell` of its
+rows with more than TOP_K tokens are sampled (the same ones on every run: the generator is seeded by the
+cell id). Shorter instances are left out because all of their tokens would be highlighted in both
+conditions. Each instance gives two items:
 
-- original: the model's attention alpha, and the model's prediction;
-- permuted: alpha shuffled over the instance's own tokens by `torch.randperm` from
-  `instance_generator(cell_id, "annotate", instance_id)` (`<sos>`/`<eos>` and padding are outside the mask
-  and keep weight 0), and the prediction decoded from that permuted alpha with h unchanged: the paper's
-  permuted samples show what the model predicts with the permuted weights.
+- original: the model's attention alpha (`alpha`), and the model's prediction;
+- permuted: alpha shuffled over the instance's own tokens (`permuted_alpha`: `torch.randperm` from
+  `instance_generator(cell_id, "annotate", instance_id)`), and the prediction decoded from that permuted
+  alpha with h unchanged (`permuted_pred`): the paper's permuted samples show what the model predicts with
+  the permuted weights.
 
 An item shows the instance's tokens with its TOP_K highest-weighted tokens in [[double brackets]], those
 tokens in rank order, and the prediction as the dataset's label name. The items of every cell are shuffled
 together with a fixed seed and numbered in that order, so neither an id nor a row tells the condition;
 `key.parquet` (never handed out) maps item ids to cell, instance, condition, top token positions (indices
-into the instance's `tokens`), gold label and prediction. The top tokens follow the project's one tie rule
+into the instance's `tokens`), gold label and prediction. The top tokens are the first of the row's
+`alpha_order` / `permuted_order`, which follow the project's one tie rule
 (`gridlab.analyses.ranking.descending_order`): weights within 1e-5 of the instance's largest weight of each
 other tie and go to the earlier token, so float noise cannot reorder equal weights and the top tokens are
 reproducible.
@@ -33,29 +35,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import torch
 
-from gridlab.analyses.common import SharedPass, forward_once, instance_generator
-from gridlab.analyses.ranking import descending_order
 from gridlab.annotate.files import INSTRUCTIONS, ITEMS, KEY
 from gridlab.config.schema import CellConfig
-from gridlab.data.batching import iterate_batches
 from gridlab.errors import GridlabError
-from gridlab.execution.runner import LoadedCell, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.grid.suggest import unknown
-from gridlab.models.classifier import AttentionClassifier
 from gridlab.results.parts import write_part
 from gridlab.store.atomic import write_text
+from gridlab.store.layout import GridWorkspace
 from gridlab.store.models import ModelStore
 
 TOP_K = 3  # "the top three highest weighted words"
-STREAM = "annotate"  # the instance_generator stream of the permutations
+SCORES = "token_scores"  # the analysis whose rows the sheets are made of
 SHUFFLE_SEED = 0
-SPLIT = "test"
-BATCH_SIZE = 32
 CONDITIONS = ("original", "permuted")
 ITEM_COLUMNS = ("item_id", "text", "top_tokens", "prediction", "answer")
 QUESTION = "Are the highlighted words relevant for the model's prediction?"
@@ -90,8 +85,14 @@ def export_grid(
 ) -> ExportReport:
     """Sheet and key for the grid's trained flat classifiers with learned attention (or exactly `cells`)."""
     chosen, skipped = select_cells(expanded, cells)
-    runner = ShardRunner(expanded.results_dir, expanded.data_dir, expanded.results.cache, torch.device("cpu"))
-    report = export_cells(expanded.spec.name, runner, chosen, per_cell, out, force)
+    rows = {cell_id: cell_rows(expanded.workspace, cell_id) for cell_id in chosen}
+    unscored = [cell_id for cell_id, frame in rows.items() if frame is None]
+    if unscored:
+        raise GridlabError(
+            f"{', '.join(unscored)}: no {SCORES} rows to make the sheets from; add `{SCORES}: {{}}` to `analyses:` "
+            f"in {expanded.file} and run `gridlab analyze {expanded.file}`"
+        )
+    report = export_cells(expanded.spec.name, {c: f for c, f in rows.items() if f is not None}, per_cell, out, force)
     return ExportReport(report.folder, report.items, report.cells, skipped)
 
 
@@ -129,8 +130,17 @@ def unsuitable(config: CellConfig) -> str | None:
     return None
 
 
+def cell_rows(workspace: GridWorkspace, cell_id: str) -> pd.DataFrame | None:
+    """The cell's token_scores rows by instance id, or None when it has none."""
+    parts = workspace.parts_of(SCORES, {cell_id})
+    if not parts:
+        return None
+    frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    return frame.drop_duplicates("instance_id").sort_values("instance_id", kind="stable").reset_index(drop=True)
+
+
 def export_cells(
-    grid: str, runner: ShardRunner, cell_ids: Sequence[str], per_cell: int, out: Path, force: bool = False
+    grid: str, rows: dict[str, pd.DataFrame], per_cell: int, out: Path, force: bool = False
 ) -> ExportReport:
     """Write items.csv, INSTRUCTIONS.md and key.parquet into `out` for `per_cell` instances of each cell."""
     if per_cell < 1:
@@ -142,13 +152,14 @@ def export_cells(
         )
     items: list[dict] = []
     labels: dict[str, tuple[str, ...]] = {}
-    for cell_id in cell_ids:
-        cell = runner.load(cell_id)
-        labels[cell.config.dataset] = cell.data.label_names
-        rows = sample_rows(cell_id, cell.data.splits[SPLIT], per_cell)
-        items += [{"grid": grid, **item} for item in cell_items(cell_id, cell, rows)]
+    for cell_id, frame in rows.items():
+        names = class_names(frame)
+        dataset = str(frame["dataset"].iloc[0])
+        labels[dataset] = tuple(dict.fromkeys((*labels.get(dataset, ()), *names.values())))
+        sample = frame.iloc[sample_rows(cell_id, frame, per_cell)]
+        items += [{"grid": grid, **item} for item in cell_items(cell_id, sample, names)]
     if not items:
-        raise GridlabError(f"no test instance of {', '.join(cell_ids)} has more than {TOP_K} tokens")
+        raise GridlabError(f"no test instance of {', '.join(rows)} has more than {TOP_K} tokens")
     items = [items[i] for i in np.random.default_rng(SHUFFLE_SEED).permutation(len(items))]
     width = len(str(len(items)))
     for number, item in enumerate(items, start=1):
@@ -158,88 +169,55 @@ def export_cells(
     write_part(
         out / KEY, pa.Table.from_pylist([{k: item[k] for k in KEY_SCHEMA.names} for item in items], schema=KEY_SCHEMA)
     )
-    return ExportReport(out, len(items), list(cell_ids))
+    return ExportReport(out, len(items), list(rows))
 
 
-def sample_rows(cell_id: str, table: pa.Table, n: int) -> np.ndarray:
-    """Row indices of up to n test instances with more than TOP_K tokens, drawn once per cell, sorted."""
-    lengths = pc.list_value_length(table["tokens"]).to_numpy(zero_copy_only=False)
-    candidates = np.flatnonzero(lengths > TOP_K)
+def class_names(frame: pd.DataFrame) -> dict[int, str]:
+    """Class index -> name, as the rows name their labels and predictions, in index order."""
+    pairs = zip([*frame["label"], *frame["pred"]], [*frame["label_name"], *frame["pred_name"]])
+    return dict(sorted({int(index): str(name) for index, name in pairs}.items()))
+
+
+def sample_rows(cell_id: str, frame: pd.DataFrame, n: int) -> np.ndarray:
+    """Positions (in instance order) of up to n rows with more than TOP_K tokens, drawn once per cell, sorted."""
+    candidates = np.flatnonzero(frame["length"].to_numpy() > TOP_K)
     rng = np.random.default_rng([SHUFFLE_SEED, int(cell_id, 16)])
     return np.sort(rng.choice(candidates, size=min(n, len(candidates)), replace=False))
 
 
-@torch.no_grad()
-def cell_items(cell_id: str, cell: LoadedCell, rows: np.ndarray) -> list[dict]:
-    """Two items (original, permuted) per row of the cell's test split, in row order."""
-    table = cell.data.splits[SPLIT].take(pa.array(rows, pa.int64()))
-    tokens = table["tokens"].to_pylist()
-    names = cell.data.label_names
-    model = cell.model
-    if not isinstance(model, AttentionClassifier):  # select_cells keeps flat classifiers only
-        raise GridlabError(f"cell {cell_id}: only classifiers are annotated, not {type(model).__name__}")
-    items, offset = [], 0
-    for batch in iterate_batches(table, BATCH_SIZE):
-        shared = forward_once(model, batch)
-        permuted = permuted_alpha(shared, cell_id)  # (B, T)
-        permuted_pred = model.decode(shared.encoded.h, permuted, shared.encoded.query).argmax(-1)  # (B,)
-        for b, instance_id in enumerate(shared.batch.instance_ids.tolist()):
-            words = tokens[offset + b]
-            positions = token_positions(shared, b)
-            if len(positions) != len(words):  # the mask must cover exactly the stored tokens
-                raise RuntimeError(
-                    f"cell {cell_id}, instance {instance_id}: {len(positions)} attention positions "
-                    f"for {len(words)} tokens"
-                )
-            label = int(shared.batch.labels[b])
-            for condition, alpha, pred in (
-                ("original", shared.alpha[b], int(shared.pred[b])),
-                ("permuted", permuted[b], int(permuted_pred[b])),
-            ):
-                weights = alpha[positions].double().cpu().numpy()  # (T_b,) one weight per token
-                top = top_positions(weights)
-                items.append(
-                    {
-                        "cell_id": cell_id,
-                        "dataset": cell.config.dataset,
-                        "instance_id": instance_id,
-                        "condition": condition,
-                        "top_positions": top,
-                        "top_weights": [float(weights[i]) for i in top],
-                        "label": label,
-                        "pred": pred,
-                        "correct": pred == label,
-                        "text": highlight(words, top),
-                        "top_tokens": ", ".join(words[i] for i in top),
-                        "prediction": names[pred] if names else str(pred),
-                    }
-                )
-        offset += batch.size
+def cell_items(cell_id: str, sample: pd.DataFrame, names: dict[int, str]) -> list[dict]:
+    """Two items (original, permuted) per sampled row, in row order."""
+    items = []
+    for row in sample.itertuples(index=False):
+        words = list(row.items)
+        label = int(row.label)
+        for condition, weights, order, pred in (
+            ("original", row.alpha, row.alpha_order, int(row.pred)),
+            ("permuted", row.permuted_alpha, row.permuted_order, int(row.permuted_pred)),
+        ):
+            top = top_positions(np.asarray(weights, dtype=float), order)
+            items.append(
+                {
+                    "cell_id": cell_id,
+                    "dataset": row.dataset,
+                    "instance_id": int(row.instance_id),
+                    "condition": condition,
+                    "top_positions": top,
+                    "top_weights": [float(weights[i]) for i in top],
+                    "label": label,
+                    "pred": pred,
+                    "correct": pred == label,
+                    "text": highlight(words, top),
+                    "top_tokens": ", ".join(words[i] for i in top),
+                    "prediction": names.get(pred, str(pred)),
+                }
+            )
     return items
 
 
-def token_positions(shared: SharedPass, row: int) -> torch.Tensor:
-    """(T_b,) batch positions of row's tokens, in order: the mask excludes `<sos>` (position 0), `<eos>` and
-    padding, so the j-th unmasked position holds the instance's j-th token."""
-    return shared.encoded.mask[row].nonzero().squeeze(-1)
-
-
-def permuted_alpha(shared: SharedPass, cell_id: str) -> torch.Tensor:
-    """(B, T): each row's weights shuffled among its own tokens; token j gets the weight of token order[j]."""
-    permuted = torch.zeros_like(shared.alpha)  # (B, T)
-    for b, instance_id in enumerate(shared.batch.instance_ids.tolist()):
-        positions = token_positions(shared, b)
-        order = torch.randperm(len(positions), generator=instance_generator(cell_id, STREAM, instance_id))
-        permuted[b, positions] = shared.alpha[b, positions[order.to(positions.device)]]
-    return permuted
-
-
-def top_positions(weights: np.ndarray, k: int = TOP_K) -> list[int]:
-    """Indices of the k largest weights (T_b,), largest first, by the tie rule of `ranking.descending_order`
-    (tied weights go to the earlier token). A token with weight 0 (sparse projections) is never highlighted,
-    so such an item may show fewer than k."""
-    values = torch.as_tensor(weights)[None]  # (1, T_b): every slot is a token
-    order = descending_order(values, torch.ones(values.shape, dtype=torch.bool))[0].tolist()
+def top_positions(weights: np.ndarray, order: Sequence[int], k: int = TOP_K) -> list[int]:
+    """The first k tokens of `order` (the row's ranking by the project's tie rule) that carry weight: a token
+    with weight 0 (sparse projections) is never highlighted, so such an item may show fewer than k."""
     return [int(i) for i in order if weights[i] > 0][:k]
 
 

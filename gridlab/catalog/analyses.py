@@ -1,6 +1,7 @@
-"""The analyses of docs/analyses.md: their ids, parameters (with the papers' defaults), scope and the cells
-they apply to. Grid validation checks `analyses:` against this registry; the implementations that compute
-the rows are added per analysis id as the analysis stage is built.
+"""The analyses of docs/analyses.md declared: their ids, parameters (with the papers' defaults), scope and
+the cells they apply to. Grid validation, planning and reports read these declarations without importing
+torch; each analysis's class in `gridlab.analyses` binds its computation to its declaration, and
+`gridlab.analyses.registry.register` declares an analysis defined outside gridlab (a plug-in) here too.
 
     >>> ANALYSES["permutation"].params(n=50).n
     50
@@ -58,11 +59,11 @@ class AdversarialParams(Params):
     stop_rtol: float = Field(1e-3, gt=0, description="an instance stops when its window mean moves by <= stop_rtol")
 
 
-_RANKINGS: tuple[Ranking, ...] = ("attention", "random", "gradient", "grad_x_attention")
+ERASURE_RANKINGS: tuple[Ranking, ...] = ("attention", "random", "gradient", "grad_x_attention")
 
 
 class ErasureMultiParams(Params):
-    rankings: list[Ranking] = Field(default_factory=lambda: list(_RANKINGS), min_length=1)
+    rankings: list[Ranking] = Field(default_factory=lambda: list(ERASURE_RANKINGS), min_length=1)
     exact_max_len: int = Field(14, ge=0, description="exact minimal flipping set up to this length; 0 disables")
 
     _rankings_unique = field_validator("rankings")(_unique)
@@ -103,11 +104,11 @@ class DiagnosticMlpParams(Params):
     _variants_unique = field_validator("variants")(_unique)
 
 
-_RECOVERY_RANKINGS: tuple[RecoveryRanking, ...] = ("attention", "gradient", "grad_x_attention", "leave_one_out")
+RECOVERY_RANKINGS: tuple[RecoveryRanking, ...] = ("attention", "gradient", "grad_x_attention", "leave_one_out")
 
 
 class RationaleRecoveryParams(Params):
-    rankings: list[RecoveryRanking] = Field(default_factory=lambda: list(_RECOVERY_RANKINGS), min_length=1)
+    rankings: list[RecoveryRanking] = Field(default_factory=lambda: list(RECOVERY_RANKINGS), min_length=1)
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5], min_length=1)
 
     _unique_lists = field_validator("rankings", "ks")(_unique)
@@ -224,6 +225,14 @@ ANALYSES: dict[str, AnalysisInfo] = {
             "architecture flat",
         ),
         AnalysisInfo(
+            "token_scores",
+            "per-item attention, gradient, leave-one-out and a permuted attention, for heatmaps and annotation",
+            NoParams,
+            "instance",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
             "rationale_recovery",
             "precision@k and AUC of rankings against true rationales",
             RationaleRecoveryParams,
@@ -233,3 +242,12 @@ ANALYSES: dict[str, AnalysisInfo] = {
         ),
     ]
 }
+
+
+def declare(info: AnalysisInfo) -> None:
+    """Adds an analysis declared outside this module (`gridlab.analyses.registry.register`). Declaring the
+    same one again is a no-op; another analysis under a taken id is an error."""
+    known = ANALYSES.get(info.id)
+    if known is not None and known != info:
+        raise ValueError(f"analysis id '{info.id}' is already declared ({known.summary})")
+    ANALYSES[info.id] = info

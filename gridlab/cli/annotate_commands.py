@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from gridlab.annotate.export import export_grid
 from gridlab.annotate.files import ANSWERS_GLOB, INSTRUCTIONS, ITEMS, KEY
 from gridlab.cli.grid_commands import GridArg, load
 from gridlab.cli.output import echo, user_errors
@@ -49,8 +50,6 @@ def export(
     force: Annotated[bool, typer.Option("--force", help="Replace an earlier export in the folder.")] = False,
 ) -> None:
     """Write a shuffled, blinded sheet (items.csv, INSTRUCTIONS.md) and its hidden key (key.parquet)."""
-    from gridlab.annotate.export import export_grid  # torch: only for this command
-
     expanded = load(grid)
     only = [c.strip() for value in cells or [] for c in value.split(",") if c.strip()]
     folder = out or expanded.workspace.annotation

@@ -109,7 +109,7 @@ def _print_counts(expanded: ExpandedGrid) -> None:
     if expanded.collapsed:
         echo(f"  {expanded.collapsed} combinations resolved to a cell already listed and were collapsed")
     shards = math.ceil(spec.instances / spec.shard_size) if spec.instances else None
-    from gridlab.analyses.implementations import IMPLEMENTATIONS  # torch: only when there is a plan to show
+    from gridlab.analyses.registry import IMPLEMENTATIONS  # torch: only when there is a plan to show
 
     for analysis_id in expanded.analyses:
         info = ANALYSES[analysis_id]

@@ -13,6 +13,7 @@ its shard retried (`max_restarts`, `max_task_retries`): a crash costs only the s
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -20,8 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
+from ray import cloudpickle
 from ray.exceptions import RayActorError, RayError
 
+from gridlab.analyses.base import Analysis
+from gridlab.analyses.registry import BUILT_IN, IMPLEMENTATIONS
 from gridlab.execution.plan import ShardJob, not_implemented, plan_jobs
 from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import ExpandedGrid
@@ -31,10 +35,21 @@ from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 
 @ray.remote(max_restarts=2, max_task_retries=2)
 class AnalysisActor:
-    def __init__(self, grid_results: str, data_dir: str, cache_dir: str, device: str, cpus: float, gpus: float):
+    def __init__(
+        self,
+        grid_results: str,
+        data_dir: str,
+        cache_dir: str,
+        device: str,
+        cpus: float,
+        gpus: float,
+        plugins: dict[str, type[Analysis]],
+    ):
         quiet_environment(local_ray=False)
         set_torch_threads(cpus)
-        self.runner = ShardRunner(Path(grid_results), Path(data_dir), Path(cache_dir), pick_device(device, gpus))
+        self.runner = ShardRunner(
+            Path(grid_results), Path(data_dir), Path(cache_dir), pick_device(device, gpus), IMPLEMENTATIONS | plugins
+        )
 
     def run(self, job: ShardJob) -> list[str]:
         return [str(p) for p in self.runner.run(job)]
@@ -144,12 +159,23 @@ class AnalysisDispatcher:
             spec.device,
             resources.cpu,
             resources.gpu,
+            plugins(),
         )
 
     @staticmethod
     def _release(actors: list) -> None:
         for actor in actors:
             ray.kill(actor)
+
+
+def plugins() -> dict[str, type[Analysis]]:
+    """The analyses registered in this process beyond gridlab's own (`registry.register`). Their modules are
+    pickled by value, so that a plug-in defined in a script or a test also runs on workers that cannot
+    import it."""
+    found = {a: analysis for a, analysis in IMPLEMENTATIONS.items() if analysis not in BUILT_IN}
+    for module in {analysis.__module__ for analysis in found.values()} - {"__main__"}:  # __main__ is by value
+        cloudpickle.register_pickle_by_value(sys.modules[module])
+    return found
 
 
 def run_analyses(

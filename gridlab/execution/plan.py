@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gridlab.analyses.implementations import IMPLEMENTATIONS
+from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.analyses.seed_variance import seed_peers
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.grid.expand import Cell, ExpandedGrid

@@ -9,17 +9,16 @@ and that pass is shared by every analysis of the shard (docs/analyses.md#convent
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import torch
 
-from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.base import Analysis, AnalysisContext, Columns, GridAnalysis, InstanceAnalysis, ModelAnalysis
 from gridlab.analyses.common import forward_once
-from gridlab.analyses.implementations import IMPLEMENTATIONS
-from gridlab.catalog.analyses import ANALYSES
+from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.config.schema import CellConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset, load_dataset
@@ -42,8 +41,17 @@ class LoadedCell:
 
 
 class ShardRunner:
-    def __init__(self, grid_results: Path, data_dir: Path, cache_dir: Path, device: torch.device):
+    def __init__(
+        self,
+        grid_results: Path,
+        data_dir: Path,
+        cache_dir: Path,
+        device: torch.device,
+        analyses: Mapping[str, type[Analysis]] = IMPLEMENTATIONS,
+    ):
+        """`analyses`: the driver's registry, given to actors so that plug-ins registered there run too."""
         self.workspace = GridWorkspace(grid_results)
+        self.analyses = analyses
         self.data_dir = data_dir
         self.cache_dir = cache_dir
         self.device = device
@@ -63,58 +71,68 @@ class ShardRunner:
                 job.cell_id,
                 cell.model,
                 self.device,
-                ANALYSES[a].params.model_validate(job.analyses[a]),
+                self.analyses[a].info.params.model_validate(job.analyses[a]),
                 cell.config,
                 lambda: initial_embeddings(cell.config, cell.data, self.data_dir, self.cache_dir),
+                cell.data.splits[SPLIT],
+                cell.data.label_names,
             )
             for a in todo
         }
-        per_model = [a for a in todo if _scope(a) == "model"]
-        written = [self._run_model_level(job, cell, IMPLEMENTATIONS[a], contexts[a]) for a in per_model]
-        modules = {a: IMPLEMENTATIONS[a] for a in todo if a not in per_model}
-        if not modules:
+        chosen = {a: self.analyses[a] for a in todo}
+        written = [
+            self._run_model_level(job, cell, analysis, contexts[a])
+            for a, analysis in chosen.items()
+            if issubclass(analysis, ModelAnalysis)
+        ]
+        batched = {a: analysis for a, analysis in chosen.items() if not issubclass(analysis, ModelAnalysis)}
+        if not batched:
             return written
         model = _classifier(job.cell_id, cell.model)
         peers = (
             [_classifier(peer, self.load(peer).model) for peer in job.peers]
-            if any(_scope(a) == "grid" for a in modules)
+            if any(issubclass(analysis, GridAnalysis) for analysis in batched.values())
             else []
         )
         table = cell.data.splits[SPLIT].slice(job.shard.start, job.shard.stop - job.shard.start)
-        collected: dict[str, list[dict]] = {a: [] for a in todo}
+        collected: dict[str, list[Columns]] = {a: [] for a in todo}
         common: list[dict] = []
         for batch in iterate_batches(table, job.batch_size, sentences=hasattr(model, "word_attention")):
             batch = batch.to(self.device)
             shared = forward_once(model, batch)
             peer_passes = [forward_once(peer, batch) for peer in peers]
             common.append(_common_arrays(shared))
-            for analysis_id, module in modules.items():
-                if _scope(analysis_id) == "grid":
-                    columns = module.run(contexts[analysis_id], shared, peer_passes, list(job.peers))
+            for analysis_id, analysis in batched.items():
+                if issubclass(analysis, GridAnalysis):
+                    columns = analysis.run(contexts[analysis_id], shared, peer_passes, list(job.peers))
+                elif issubclass(analysis, InstanceAnalysis):
+                    columns = analysis.run(contexts[analysis_id], shared)
                 else:
-                    columns = module.run(contexts[analysis_id], shared)
+                    raise TypeError(f"{analysis.__name__} is not an instance, grid or model analysis")
                 collected[analysis_id].append(columns)
-        for analysis_id, module in modules.items():
-            written.append(self._write(job, cell.config, module, common, collected[analysis_id]))
+        for analysis_id, analysis in batched.items():
+            written.append(self._write(job, cell.config, analysis, common, collected[analysis_id]))
         return written
 
-    def _run_model_level(self, job: ShardJob, cell: LoadedCell, module: ModuleType, context: AnalysisContext) -> Path:
+    def _run_model_level(
+        self, job: ShardJob, cell: LoadedCell, analysis: type[ModelAnalysis], context: AnalysisContext
+    ) -> Path:
         """A per-model analysis: one part (shard 0) over the whole test split, one row per setting."""
-        rows = module.run_model(context, cell.data)
+        rows = analysis.run_model(context, cell.data)
         n = len(next(iter(rows.values())))
-        columns = model_common_columns(job.grid, job.cell_id, cell.config, SPLIT, module.VERSION, n)
-        path = self.workspace.part(module.ID, job.cell_id, 0)
-        write_part(path, rows_table(columns, rows, module.SCHEMA))
+        columns = model_common_columns(job.grid, job.cell_id, cell.config, SPLIT, analysis.version, n)
+        path = self.workspace.part(analysis.info.id, job.cell_id, 0)
+        write_part(path, rows_table(columns, rows, analysis.schema))
         return path
 
     def _write(
-        self, job: ShardJob, config: CellConfig, module: ModuleType, common: list[dict], batches: list[dict]
+        self, job: ShardJob, config: CellConfig, analysis: type[Analysis], common: list[dict], batches: list[Columns]
     ) -> Path:
         joined = {k: np.concatenate([c[k] for c in common]) for k in common[0]}
-        specific = {f.name: np.concatenate([b[f.name] for b in batches]).tolist() for f in module.SCHEMA}
-        columns = common_columns(job.grid, job.cell_id, config, SPLIT, module.VERSION, **joined)
-        path = self.workspace.part(module.ID, job.cell_id, job.shard.index)
-        write_part(path, rows_table(columns, specific, module.SCHEMA))
+        specific = {f.name: np.concatenate([b[f.name] for b in batches]).tolist() for f in analysis.schema}
+        columns = common_columns(job.grid, job.cell_id, config, SPLIT, analysis.version, **joined)
+        path = self.workspace.part(analysis.info.id, job.cell_id, job.shard.index)
+        write_part(path, rows_table(columns, specific, analysis.schema))
         return path
 
     def load(self, cell_id: str) -> LoadedCell:
@@ -144,10 +162,6 @@ def _classifier(cell_id: str, model: AttentionClassifier | Seq2Seq) -> Attention
     if not isinstance(model, AttentionClassifier):
         raise GridlabError(f"cell {cell_id}: per-instance analyses need a classifier, not {type(model).__name__}")
     return model
-
-
-def _scope(analysis_id: str) -> str:
-    return getattr(IMPLEMENTATIONS[analysis_id], "SCOPE", "instance")
 
 
 def _common_arrays(shared) -> dict[str, np.ndarray]:

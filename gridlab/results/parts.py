@@ -14,6 +14,7 @@ on carved splits can never pass for results on official ones.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -104,7 +105,7 @@ def model_common_columns(
     return {f.name: pa.array([constants[f.name]] * rows, f.type) for f in MODEL_COMMON_SCHEMA}
 
 
-def rows_table(common: dict[str, pa.Array], specific: dict[str, object], schema: pa.Schema) -> pa.Table:
+def rows_table(common: dict[str, pa.Array], specific: Mapping[str, object], schema: pa.Schema) -> pa.Table:
     """Common columns followed by the analysis's own, typed by its schema (NaN stays NaN, None is null)."""
     arrays = dict(common)
     for field in schema:

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 import pyarrow as pa
 
-from gridlab.analyses.implementations import IMPLEMENTATIONS
+from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.parts import AXES, write_part
 from gridlab.store.models import ModelStore
@@ -21,7 +21,7 @@ from gridlab.store.models import ModelStore
 def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
     """One row per trained cell with rows in any analysis; empty when no analysis has run."""
     by_cell: dict[str, dict[str, object]] = {}
-    for analysis_id, module in IMPLEMENTATIONS.items():
+    for analysis_id, analysis in IMPLEMENTATIONS.items():
         folder = grid.workspace.analysis(analysis_id)
         if analysis_id not in grid.analyses or not folder.is_dir():
             continue
@@ -29,7 +29,7 @@ def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
         for cell_id, cell_rows in rows.groupby("cell_id"):
             summary = by_cell.setdefault(cell_id, {})
             summary[f"{analysis_id}.instances"] = float(len(cell_rows))
-            summary.update({f"{analysis_id}.{k}": v for k, v in module.summarize(cell_rows).items()})
+            summary.update({f"{analysis_id}.{k}": v for k, v in analysis.summarize(cell_rows).items()})
     configs = {c.id: c.config for c in grid.cells}
     records = [
         {

@@ -92,6 +92,10 @@ def assert_same(columns: dict[str, np.ndarray], expected: dict[str, np.ndarray],
         np.testing.assert_array_equal(columns[name], expected[name], err_msg=name)
     for name in ("candidate_jsd", "candidate_tvd"):
         np.testing.assert_allclose(np.stack(columns[name]), np.stack(expected[name]), rtol=0, atol=atol, err_msg=name)
+    for chosen, oracle in zip(columns["alpha_eps_max"], expected["alpha_eps_max"]):
+        assert (chosen is None) == (oracle is None)
+        if chosen is not None:
+            np.testing.assert_allclose(chosen, oracle, rtol=0, atol=atol)
 
 
 def check_invariants(columns: dict[str, np.ndarray], lengths: list[int], params: AdversarialParams, eps: float) -> None:
@@ -100,6 +104,7 @@ def check_invariants(columns: dict[str, np.ndarray], lengths: list[int], params:
         np.float64,
         np.int64,
         np.int64,
+        object,
         object,
         object,
     ]
@@ -118,6 +123,10 @@ def check_invariants(columns: dict[str, np.ndarray], lengths: list[int], params:
     assert ((columns["n_within_eps"] >= 0) & (columns["n_within_eps"] <= params.k)).all()
     assert ((columns["steps_run"] >= 0) & (columns["steps_run"] <= params.steps)).all()
     for b, t in enumerate(lengths):
+        chosen = columns["alpha_eps_max"][b]  # the eps-max candidate over the items, or null
+        assert (chosen is None) == (t == 1 or columns["n_within_eps"][b] == 0)
+        if chosen is not None:
+            assert len(chosen) == t and abs(sum(chosen) - 1) < 1e-6
         if t == 1:  # one distribution only
             assert (jsd[b], tvd[b], columns["steps_run"][b], columns["n_within_eps"][b]) == (0, 0, 0, params.k)
         elif columns["n_within_eps"][b] == 0:
@@ -136,6 +145,12 @@ def test_run_matches_reference(picked, encoder, alignment, projection):
     lengths = shared.lengths.tolist()
     check_invariants(columns, lengths, FEW, adversarial.EPS_CLASSIFICATION)
     assert (columns["steps_run"][1:] == FEW.steps).all()
+    for b, chosen in enumerate(columns["alpha_eps_max"]):  # the weights written are the selected candidate's
+        if chosen is not None:
+            own = shared.alpha[b][shared.encoded.mask[b]].double()
+            assert float(jsd(torch.tensor(chosen, dtype=torch.float64), own)) == pytest.approx(
+                columns["jsd_eps_max"][b], abs=1e-6
+            )
     # the comparison is about real adversaries, and eps binds: some candidates are out of budget
     assert (columns["jsd_eps_max"] > 0.1).sum() >= len(lengths) // 3
     assert (columns["n_within_eps"][1:] < FEW.k).any()

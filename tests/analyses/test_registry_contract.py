@@ -4,7 +4,9 @@ rows for the same seed, and the same rows whether the instances run as 1 shard o
 
 from __future__ import annotations
 
+import inspect
 import math
+import typing
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from gridlab.analyses.implementations import IMPLEMENTATIONS
+from gridlab.analyses.base import GridAnalysis, InstanceAnalysis, ModelAnalysis
+from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import iterate_batches
@@ -38,7 +41,7 @@ FAST = {
     "adversarial_model": {"epochs": 2},
     "diagnostic_mlp": {"epochs": 2, "hidden": 8},
 }
-PER_INSTANCE = sorted(a for a, m in IMPLEMENTATIONS.items() if getattr(m, "SCOPE", "instance") in ("instance", "grid"))
+PER_INSTANCE = sorted(a for a, analysis in IMPLEMENTATIONS.items() if analysis.scope in ("instance", "grid"))
 PER_MODEL = sorted(a for a in IMPLEMENTATIONS if a not in PER_INSTANCE and a != "layer_permutation")
 # layer_permutation applies to transformer encoders only: tests/analyses/test_layer_permutation.py
 
@@ -127,22 +130,29 @@ def one_shard(trained_store, tmp_path_factory) -> dict[str, pd.DataFrame]:
     return run_all(trained_store, tmp_path_factory.mktemp("one"), shard_size=INSTANCES)
 
 
-def test_every_implemented_analysis_is_registered_with_params():
-    for analysis_id, module in IMPLEMENTATIONS.items():
-        assert module.ID == analysis_id and analysis_id in ANALYSES
-        assert isinstance(module.SCHEMA, pa.Schema) and isinstance(module.VERSION, int)
-        assert not set(module.SCHEMA.names) & set(COMMON_SCHEMA.names)
-        assert ANALYSES[analysis_id].scope == getattr(module, "SCOPE", "instance")
-        assert callable(module.summarize) and callable(getattr(module, "run_model", getattr(module, "run", None)))
+KINDS = {"instance": InstanceAnalysis, "grid": GridAnalysis, "model": ModelAnalysis}
+
+
+@pytest.mark.parametrize("analysis_id", sorted(IMPLEMENTATIONS))
+def test_every_implemented_analysis_keeps_the_contract(analysis_id: str):
+    """Bound to its declaration, of the kind its scope says, with the declared parameter class as its type
+    parameter, every abstract function bound, and columns of its own."""
+    analysis = IMPLEMENTATIONS[analysis_id]
+    assert analysis.info is ANALYSES[analysis_id] and analysis.info.id == analysis_id
+    assert issubclass(analysis, KINDS[analysis.info.scope]) and not inspect.isabstract(analysis)
+    (base,) = [b for b in analysis.__orig_bases__ if typing.get_origin(b) is KINDS[analysis.info.scope]]
+    assert typing.get_args(base) == (analysis.info.params,)
+    assert isinstance(analysis.schema, pa.Schema) and isinstance(analysis.version, int)
+    assert not set(analysis.schema.names) & set(COMMON_SCHEMA.names)
 
 
 @pytest.mark.parametrize("analysis_id", PER_MODEL)
 def test_per_model_schema_and_bounds(one_shard, analysis_id: str):
     frame = one_shard.get(analysis_id) if analysis_id in one_shard else None
-    module = IMPLEMENTATIONS[analysis_id]
+    analysis = IMPLEMENTATIONS[analysis_id]
     assert frame is not None and len(frame) >= 1
-    assert set(module.SCHEMA.names) <= set(frame.columns) and "instance_id" not in frame.columns
-    assert (frame["analysis_version"] == module.VERSION).all()
+    assert set(analysis.schema.names) <= set(frame.columns) and "instance_id" not in frame.columns
+    assert (frame["analysis_version"] == analysis.version).all()
     if "value" in frame and (frame["metric"] == "accuracy").all():
         assert frame["value"].between(0, 1).all() and frame["delta"].between(-1, 1).all()
 
@@ -150,11 +160,11 @@ def test_per_model_schema_and_bounds(one_shard, analysis_id: str):
 @pytest.mark.parametrize("analysis_id", PER_INSTANCE)
 def test_schema_values_and_bounds(one_shard, analysis_id: str):
     frame = one_shard[analysis_id]
-    module = IMPLEMENTATIONS[analysis_id]
+    analysis = IMPLEMENTATIONS[analysis_id]
     assert len(frame) == INSTANCES and list(frame["instance_id"]) == list(range(INSTANCES))
-    assert set(COMMON_SCHEMA.names + module.SCHEMA.names) <= set(frame.columns)
-    assert (frame["analysis_version"] == module.VERSION).all()
-    for column in module.SCHEMA.names:
+    assert set(COMMON_SCHEMA.names + analysis.schema.names) <= set(frame.columns)
+    assert (frame["analysis_version"] == analysis.version).all()
+    for column in analysis.schema.names:
         values = frame[column]
         limits = bounds(column)
         present = values.dropna()
@@ -163,7 +173,7 @@ def test_schema_values_and_bounds(one_shard, analysis_id: str):
             assert ((present >= low - 1e-9) & (present <= high + 1e-9)).all(), (column, present.describe())
         if column.startswith("frac"):
             assert (present > 0).all()
-    assert frame[list(module.SCHEMA.names)].notna().any().any(), "every value is null: the test is vacuous"
+    assert frame[list(analysis.schema.names)].notna().any().any(), "every value is null: the test is vacuous"
 
 
 def test_nan_is_never_a_value(trained_store, tmp_path: Path):
@@ -171,9 +181,8 @@ def test_nan_is_never_a_value(trained_store, tmp_path: Path):
     averages would eat."""
     run_all(trained_store, tmp_path, shard_size=INSTANCES)
     for analysis_id in PER_INSTANCE + PER_MODEL:
-        module = IMPLEMENTATIONS[analysis_id]
         table = pq.read_table(tmp_path / "analyses" / analysis_id)
-        for field in module.SCHEMA:
+        for field in IMPLEMENTATIONS[analysis_id].schema:
             if pa.types.is_floating(field.type):
                 assert pc.sum(pc.is_nan(table[field.name])).as_py() in (0, None), (analysis_id, field.name)
 

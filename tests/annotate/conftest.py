@@ -1,5 +1,6 @@
-"""A grid whose flat, learned-attention cell holds a tiny 'trained' model, published without Ray, beside a
-uniform-attention cell (trained: never annotated) and a learned cell that is not trained."""
+"""A grid whose flat, learned-attention cell holds a tiny 'trained' model, published without Ray, with its
+`token_scores` rows (what the export reads), beside a uniform-attention cell (trained: never annotated) and a
+learned cell that is not trained."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import yaml
 
 from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset, load_dataset
+from gridlab.execution.plan import Shard, ShardJob
+from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import Cell, ExpandedGrid, expand
 from gridlab.grid.load import load_grid_file
 from gridlab.models.factory import build_model
@@ -24,6 +27,8 @@ GRID = {
     "model": {"embedding_dim": 12, "hidden_size": 8, "attention_size": 8},
     # lengths from 3: instances of TOP_K tokens or fewer exist, and must never be sampled
     "data": {"synthetic": {"n_train": 60, "n_dev": 10, "n_test": 40, "min_length": 3, "max_length": 12}},
+    "analyses": {"token_scores": {}},
+    "instances": None,
 }
 
 
@@ -69,4 +74,6 @@ def annotated_grid(tmp_path_factory: pytest.TempPathFactory) -> AnnotatedGrid:
     learned = cells[("learned", 0)]
     data, model = publish(expanded, learned)
     publish(expanded, cells[("uniform", 0)])
+    runner = ShardRunner(expanded.results_dir, expanded.data_dir, expanded.results.cache, torch.device("cpu"))
+    runner.run(ShardJob("h", learned.id, Shard(0, 0, data.splits["test"].num_rows), {"token_scores": {}}, 8))
     return AnnotatedGrid(path, expanded, learned, data, model)

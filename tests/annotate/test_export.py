@@ -74,19 +74,25 @@ def attention_of(model, data, instance_id: int) -> tuple[list[str], torch.Tensor
     return tokens, alpha[0, 1 : len(tokens) + 1].double(), encoded
 
 
-def top3(weights: torch.Tensor) -> list[int]:
+def top3_order(weights: torch.Tensor) -> list[int]:
     """The project's tie rule (`ranking.descending_order`): tied weights go to the earlier token."""
-    order = descending_order(weights[None], torch.ones(1, len(weights), dtype=torch.bool))[0]
-    return [int(i) for i in order[:TOP_K]]
+    return [int(i) for i in descending_order(weights[None], torch.ones(1, len(weights), dtype=torch.bool))[0]]
+
+
+def top3(weights: torch.Tensor) -> list[int]:
+    return top3_order(weights)[:TOP_K]
 
 
 def test_top_positions_follow_the_tie_rule():
+    def top_positions_of(weights: list[float]) -> list[int]:  # with the order token_scores writes beside them
+        return top_positions(np.array(weights), top3_order(torch.tensor(weights, dtype=torch.float64)))
+
     # 0.3 and 0.3 + 1e-9 tie (within 1e-5 of the largest weight): the earlier token first, not the larger one
-    assert top_positions(np.array([0.3, 0.3 + 1e-9, 0.31, 0.1])) == [2, 0, 1]
-    assert top_positions(np.array([0.1, 0.2, 0.3, 0.4])) == [3, 2, 1]
+    assert top_positions_of([0.3, 0.3 + 1e-9, 0.31, 0.1]) == [2, 0, 1]
+    assert top_positions_of([0.1, 0.2, 0.3, 0.4]) == [3, 2, 1]
     # a zero weight (sparse projections) is never highlighted, even where it ties a tiny positive weight
-    assert top_positions(np.array([0.0, 0.6, 0.0, 0.4])) == [1, 3]
-    assert top_positions(np.array([0.5, 0.4, 0.0, 1e-7])) == [0, 1, 3]
+    assert top_positions_of([0.0, 0.6, 0.0, 0.4]) == [1, 3]
+    assert top_positions_of([0.5, 0.4, 0.0, 1e-7]) == [0, 1, 3]
 
 
 def test_top_tokens_are_the_models_top_attention_and_follow_the_permutation(exported: Path, annotated_grid):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from gridlab.analyses.implementations import IMPLEMENTATIONS
+from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.catalog import DATASETS
@@ -57,8 +57,8 @@ def test_every_applicable_per_instance_analysis_runs(architecture: str, dataset:
     identifier = publish(root, tmp_path / "cache", config)
     applicable = [
         a
-        for a, m in IMPLEMENTATIONS.items()
-        if getattr(m, "SCOPE", "instance") == "instance" and ANALYSES[a].applies(config.model_dump())
+        for a, analysis in IMPLEMENTATIONS.items()
+        if analysis.scope == "instance" and ANALYSES[a].applies(config.model_dump())
     ]
     assert {"importance_correlation", "permutation", "erasure_multi"} <= set(applicable)
     runner = ShardRunner(root / "g", root, tmp_path / "cache", torch.device("cpu"))

@@ -4,11 +4,12 @@ JSD), every token is shown HTML-escaped, the attention shown is the model's on t
 
 from __future__ import annotations
 
-import dataclasses
 import html
+import math
 import re
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -18,7 +19,7 @@ from gridlab.analyses.common import forward_once
 from gridlab.analyses.importance import leave_one_out
 from gridlab.catalog.analyses import AdversarialParams
 from gridlab.config.schema import CellConfig, ModelConfig
-from gridlab.data.batching import iterate_batches, split_sentences
+from gridlab.data.batching import iterate_batches
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
@@ -69,7 +70,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
         history=[],
     )
     runner = ShardRunner(grid_results, data_dir, cache, torch.device("cpu"))
-    runner.run(ShardJob("g", identifier, Shard(0, 0, N), {"adversarial": ADVERSARIAL}, 8))
+    runner.run(ShardJob("g", identifier, Shard(0, 0, N), {"adversarial": ADVERSARIAL, "token_scores": {}}, 8))
     return SimpleNamespace(
         results=results,
         grid_results=grid_results,
@@ -96,22 +97,11 @@ def inputs_for(store: SimpleNamespace, analyses: dict) -> ReportInputs:
     return ReportInputs(grid)
 
 
-@pytest.fixture
-def odd_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runner hands the section a test split whose first token of every instance is ODD (ids unchanged)."""
-
-    class Runner(ShardRunner):
-        def load(self, identifier):
-            loaded = super().load(identifier)
-            test = loaded.data.splits["test"]
-            tokens = [[ODD, *t[1:]] for t in test.column("tokens").to_pylist()]
-            test = test.set_column(
-                test.schema.get_field_index("tokens"), "tokens", pa.array(tokens, pa.list_(pa.string()))
-            )
-            data = dataclasses.replace(loaded.data, splits={**loaded.data.splits, "test": test})
-            return dataclasses.replace(loaded, data=data)
-
-    monkeypatch.setattr(heatmaps, "ShardRunner", Runner)
+def with_odd_tokens(inputs: ReportInputs) -> ReportInputs:
+    """The rows the section reads, with the first item of every instance replaced by ODD."""
+    scores = inputs.rows("token_scores")
+    scores["items"] = scores["items"].map(lambda items: [ODD, *items[1:]])
+    return inputs
 
 
 def blocks(fragment_html: str) -> dict[int, str]:
@@ -140,8 +130,8 @@ def alone(store: SimpleNamespace, instance_id: int):
     return batch, forward_once(store.model, batch)
 
 
-def test_heatmaps_of_the_widest_adversarial_gaps(store, odd_tokens):
-    inputs = inputs_for(store, {"adversarial": AdversarialParams(**ADVERSARIAL)})
+def test_heatmaps_of_the_widest_adversarial_gaps(store):
+    inputs = with_odd_tokens(inputs_for(store, {"adversarial": AdversarialParams(**ADVERSARIAL)}))
     output = heatmaps.SECTION.build(inputs)
     assert output.missing == []
     (fragment,) = output.artifacts
@@ -178,16 +168,18 @@ def test_the_weights_shown_are_the_models(store):
         assert jsd == pytest.approx(rows.loc[instance_id, "jsd_eps_max"], abs=2e-4)  # printed to 4 decimals
 
 
-def test_adversarial_attention_reproduces_the_rows(store):
-    params = AdversarialParams(**ADVERSARIAL)
-    rows = inputs_for(store, {}).rows("adversarial").set_index("instance_id")
-    batch = next(iterate_batches(store.data.splits["test"], N))
-    shared = forward_once(store.model, batch)
-    for b, instance_id in enumerate(batch.instance_ids.tolist()):
-        adversary = heatmaps.adversarial_attention(store.model, shared, b, store.identifier, instance_id, params)
-        row = rows.loc[instance_id]
-        assert adversary.jsd == pytest.approx(row["jsd_eps_max"], abs=1e-4)
-        assert adversary.n_within == row["n_within_eps"] and adversary.steps == row["steps_run"]
+def test_the_adversarial_line_is_the_rows_candidate(store):
+    inputs = inputs_for(store, {"adversarial": AdversarialParams(**ADVERSARIAL)})
+    rows = inputs.rows("adversarial").set_index("instance_id")
+    for instance_id, block in blocks(heatmaps.SECTION.build(inputs).artifacts[0].html).items():
+        shown = np.asarray(line_weights(block, "adversarial"))
+        np.testing.assert_array_equal(shown, rows.loc[instance_id, "alpha_eps_max"])
+        attention = np.asarray(line_weights(block, "attention"))
+        middle = (shown + attention) / 2
+        divergence = 0.5 * sum(p * math.log(p / m) for p, m in zip(shown, middle) if p > 0) + 0.5 * sum(
+            q * math.log(q / m) for q, m in zip(attention, middle) if q > 0
+        )
+        assert divergence == pytest.approx(rows.loc[instance_id, "jsd_eps_max"], abs=1e-5)
 
 
 def test_without_an_adversarial_analysis(store):
@@ -195,14 +187,6 @@ def test_without_an_adversarial_analysis(store):
     (fragment,) = output.artifacts
     assert 'data-line="adversarial"' not in fragment.html and 'data-line="gradient"' in fragment.html
     assert any("adversarial" in line for line in output.missing)
-
-
-def test_han_items_are_the_batched_sentences():
-    tokens, starts = ["a", "b", "c", "d", "e"], [0, 2, 2, 4]
-    items = heatmaps.attention_items(tokens, starts)
-    assert items == ["a b", "c d", "e"]
-    assert int(split_sentences([[5, 6, 7, 8, 9]], [starts]).doc_mask.sum()) == len(items)
-    assert heatmaps.attention_items(tokens, None) == tokens
 
 
 def test_no_trained_cell(fake_inputs):

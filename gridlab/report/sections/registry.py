@@ -1,7 +1,8 @@
 """The report's sections, in the order `index.html` shows them: one per paper, then gridlab's own.
 
     >>> [section.id for section in load_sections()]
-    ['jain_wallace', 'serrano_smith', 'wiegreffe_pinter', 'vashishth', 'meister', 'rationale', 'heatmaps']
+    ['jain_wallace', 'serrano_smith', 'wiegreffe_pinter', 'vashishth', 'meister', 'rationale', 'heatmaps',
+     'summaries']
 
 Each module exposes `SECTION` (a `gridlab.report.sections.Section`).
 """
@@ -22,6 +23,7 @@ SECTIONS: tuple[str, ...] = (
     f"{PACKAGE}.meister",
     f"{PACKAGE}.rationale",
     f"{PACKAGE}.heatmaps",
+    f"{PACKAGE}.summaries",
 )
 
 

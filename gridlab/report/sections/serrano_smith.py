@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gridlab.analyses.erasure_multi import RANKINGS
+from gridlab.catalog.analyses import ERASURE_RANKINGS as RANKINGS
 from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
 from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs

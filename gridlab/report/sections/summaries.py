@@ -1,0 +1,49 @@
+"""Every analysis's per-model summary, one table per analysis: what `summarize` computed for each trained
+cell (summary.parquet), so that an analysis no paper section reads, a plug-in's included, still shows in
+the report.
+
+    >>> out = SECTION.build(inputs)    # Table "summary_<analysis>" for each analysis with summary columns
+
+Rows are cells (one per seed); the configuration axes that vary are columns, the constant ones are named
+in the caption. Numbers are as summary.parquet holds them: the paper sections aggregate across seeds.
+"""
+
+from __future__ import annotations
+
+from gridlab.report.artifacts import Artifact, SectionOutput, Table
+from gridlab.report.sections import Section
+from gridlab.report.stats import constant_axes, grouping_axes
+
+
+def build(inputs) -> SectionOutput:
+    summary = inputs.summary
+    if summary is None or summary.empty:
+        return SectionOutput([], ["summaries: no summary.parquet yet (written by `gridlab launch` and `analyze`)"])
+    tables: list[Artifact] = []
+    for analysis_id in inputs.grid.analyses:
+        metrics = [c for c in summary.columns if c.startswith(f"{analysis_id}.")]
+        rows = summary.dropna(subset=metrics, how="all") if metrics else summary.iloc[0:0]
+        if rows.empty:
+            continue
+        axes = [*grouping_axes(rows), "seed"]
+        frame = rows[["cell_id", *axes, *metrics]].rename(columns=lambda c: c.removeprefix(f"{analysis_id}."))
+        frame = frame.sort_values([*axes, "cell_id"], kind="stable").reset_index(drop=True)
+        constant = constant_axes(rows, axes)
+        tables.append(
+            Table(
+                f"summary_{analysis_id}",
+                f"{analysis_id}: per-model summary",
+                frame,
+                caption=f"One row per trained cell{f' ({constant})' if constant else ''}; "
+                "the numbers of the analysis's `summarize`, as summary.parquet holds them.",
+            )
+        )
+    return SectionOutput(tables)
+
+
+SECTION = Section(
+    id="summaries",
+    title="Every analysis, per model",
+    analyses=(),  # reads summary.parquet: shown for any grid whose analyses have run
+    build=build,
+)
