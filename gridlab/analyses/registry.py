@@ -24,7 +24,9 @@ from gridlab.analyses.rationale_recovery import RationaleRecovery
 from gridlab.analyses.seed_variance import SeedVariance
 from gridlab.analyses.sparsity_importance import SparsityImportance
 from gridlab.analyses.token_scores import TokenScores
-from gridlab.catalog.analyses import declare
+
+# ANALYSES and ErasureMultiParams: the declarations, also read from here by ../shared/perf-peers/bench_peers.py
+from gridlab.catalog.analyses import ANALYSES, ErasureMultiParams, declare
 
 BUILT_IN: tuple[type[Analysis], ...] = (
     ImportanceCorrelation,
@@ -41,6 +43,8 @@ BUILT_IN: tuple[type[Analysis], ...] = (
     SeedVariance,
     TokenScores,
 )
+
+__all__ = ["ANALYSES", "BUILT_IN", "IMPLEMENTATIONS", "ErasureMultiParams", "register"]
 
 IMPLEMENTATIONS: dict[str, type[Analysis]] = {}
 

@@ -12,23 +12,26 @@ from __future__ import annotations
 
 from gridlab.report.artifacts import Artifact, SectionOutput, Table
 from gridlab.report.sections import Section
-from gridlab.report.stats import constant_axes, grouping_axes
+from gridlab.report.stats import configuration_axes, constant_axes, grouping_axes
 
 
 def build(inputs) -> SectionOutput:
     summary = inputs.summary
     if summary is None or summary.empty:
         return SectionOutput([], ["summaries: no summary.parquet yet (written by `gridlab launch` and `analyze`)"])
+    cells = inputs.cells  # one row per trained cell: its axes and the settings that vary in the grid
+    configuration = cells[[c for c in ("cell_id", *configuration_axes(cells), "seed") if c in cells.columns]]
     tables: list[Artifact] = []
     for analysis_id in inputs.grid.analyses:
         metrics = [c for c in summary.columns if c.startswith(f"{analysis_id}.")]
-        rows = summary.dropna(subset=metrics, how="all") if metrics else summary.iloc[0:0]
+        values = summary[["cell_id", *metrics]].dropna(subset=metrics, how="all") if metrics else summary.iloc[0:0]
+        rows = configuration.merge(values, on="cell_id")
         if rows.empty:
             continue
-        axes = [*grouping_axes(rows), "seed"]
+        axes = [*grouping_axes(rows[configuration.columns]), "seed"]
         frame = rows[["cell_id", *axes, *metrics]].rename(columns=lambda c: c.removeprefix(f"{analysis_id}."))
         frame = frame.sort_values([*axes, "cell_id"], kind="stable").reset_index(drop=True)
-        constant = constant_axes(rows, axes)
+        constant = constant_axes(rows[configuration.columns], axes)
         tables.append(
             Table(
                 f"summary_{analysis_id}",
