@@ -47,6 +47,9 @@ class TrainConfig(Strict):
     batch_size: int = Field(32, ge=1)
     lr: float = Field(1e-3, gt=0)
     weight_decay: float = Field(1e-5, ge=0, description="not applied to attention parameters (J&W)")
+    attention_lr_scale: float = Field(
+        1.0, gt=0, description="the attention parameters' learning rate is lr times this (Meister et al.: 1 or 10)"
+    )
     amsgrad: bool = True
     clip_norm: float | None = Field(5.0, gt=0, description="gradient-norm clipping; null disables it")
     patience: int = Field(5, ge=1, description="epochs without dev improvement before stopping")

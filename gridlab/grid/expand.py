@@ -40,7 +40,11 @@ CELL_SCHEMA_VERSION = 1
 # Fields added to the cell schema after ids were first handed out, with the value that means "as before":
 # at that value a field is left out of the id payload, so adding a setting never renames the cells (and
 # orphans the results) of grids that do not use it.
-ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {("data", "test_fraction"): None, ("data", "drop_titles"): False}
+ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
+    ("data", "test_fraction"): None,
+    ("data", "drop_titles"): False,
+    ("train", "attention_lr_scale"): 1.0,
+}
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,10 @@ def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimize
     exempt: set[str] = names() if callable(names) else set()
     decayed = [p for n, p in model.named_parameters() if n not in exempt]
     undecayed = [p for n, p in model.named_parameters() if n in exempt]
-    groups = [{"params": decayed, "weight_decay": train.weight_decay}, {"params": undecayed, "weight_decay": 0.0}]
+    groups = [
+        {"params": decayed, "weight_decay": train.weight_decay},
+        {"params": undecayed, "weight_decay": 0.0, "lr": train.lr * train.attention_lr_scale},
+    ]
     return torch.optim.Adam(groups, lr=train.lr, amsgrad=train.amsgrad)
 
 

@@ -64,6 +64,20 @@ def test_attention_parameters_are_exempt_from_weight_decay(synthetic):
     decayed, undecayed = make_optimizer(model, config.train).param_groups
     assert decayed["weight_decay"] == 0.1 and undecayed["weight_decay"] == 0.0
     assert {id(p) for p in undecayed["params"]} == {id(p) for n, p in model.named_parameters() if n in exempt}
+    assert decayed["lr"] == undecayed["lr"] == config.train.lr
+
+
+def test_attention_learning_rate_scale(synthetic):
+    """Meister et al. train the attention parameters at 1x or 10x the others' rate; the scale is id-neutral."""
+    from gridlab.grid.expand import cell_id
+    from gridlab.training.loop import make_optimizer
+
+    plain = CellConfig(dataset="synthetic", model=SMALL, train=TrainConfig(lr=1e-4))
+    scaled = plain.model_copy(update={"train": TrainConfig(lr=1e-4, attention_lr_scale=10.0)})
+    decayed, attention = make_optimizer(build_model(scaled, synthetic), scaled.train).param_groups
+    assert decayed["lr"] == 1e-4 and attention["lr"] == pytest.approx(1e-3)
+    explicit = plain.model_copy(update={"train": TrainConfig(lr=1e-4, attention_lr_scale=1.0)})
+    assert cell_id(explicit) == cell_id(plain) != cell_id(scaled)
 
 
 @pytest.mark.slow
