@@ -8,6 +8,11 @@ learned attention included as the baseline.
 Cells trained with uniform or random attention (`attention_mode`) give Vashishth's "Train+Infer" rows by
 their own `learned` row; a learned model's `uniform`/`random` rows are the "Infer" ones. Random weights and
 permutations are drawn per (cell, instance), so the numbers do not depend on batching.
+
+A HAN model's attention is replaced at both levels, as Vashishth's §3.1 computes it at both: each
+sentence's word weights (uniform over its words, U(0, 1) normalised, or permuted within the sentence; the
+sentence vectors, and so the sentence encoder's outputs, are recomputed from them), then the sentence
+weights over the recomputed sentences. Its Train+Infer cells need `model.word_attention_mode: as_cell`.
 """
 
 from __future__ import annotations
@@ -20,13 +25,13 @@ from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import decode_many, forward_once, instance_generator, instance_seed
 from gridlab.analyses.permutation import permute, unmasked_first
 from gridlab.catalog.analyses import ANALYSES, AttentionAblationParams
-from gridlab.data.batching import iterate_batches
+from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
-from gridlab.models.classifier import AttentionClassifier
+from gridlab.models.classifier import AttentionClassifier, HierarchicalClassifier
 from gridlab.models.seq2seq import Seq2Seq, bleu, permute_within_mask
 
 ID = "attention_ablation"
-VERSION = 1
+VERSION = 2  # 2: a HAN model's word-level attention is replaced too
 SCHEMA = pa.schema(
     [
         ("mode", pa.string()),
@@ -64,6 +69,56 @@ def _replaced(context: AnalysisContext, shared, mode: str) -> torch.Tensor:
     return permute(shared.alpha, mask, noise.unsqueeze(1))[:, 0]  # "permute": (B, T)
 
 
+def _word_draws(context: AnalysisContext, batch: Batch, mask: torch.Tensor, kind: str, padding: float) -> torch.Tensor:
+    """(B, S, W) uniforms at each instance's words, drawn from its own generator in reading order (sentence by
+    sentence), so they never depend on the batch's padding; `padding` elsewhere."""
+    draws = torch.full(mask.shape, padding, dtype=torch.float64)
+    for row, instance_id in enumerate(batch.instance_ids.tolist()):
+        generator = instance_generator(context.cell_id, f"{ID}/{kind}/words", instance_id)
+        draws[row][mask[row].cpu()] = torch.rand(int(mask[row].sum()), generator=generator, dtype=torch.float64)
+    return draws.to(mask.device)
+
+
+def _words_replaced(context: AnalysisContext, batch: Batch, mode: str):
+    """The word-level replacement of `mode` for a HAN model's `word_alpha_override`: (B, S, W) weights and
+    word mask -> weights on each sentence's words (a sentence without words keeps what it had)."""
+
+    def replace(alpha: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        has_words = mask.any(-1, keepdim=True)  # (B, S, 1)
+        if mode == "uniform":
+            weights = mask / mask.sum(-1, keepdim=True).clamp(min=1)
+        elif mode == "random":
+            draws = _word_draws(context, batch, mask, mode, padding=0.0).to(alpha.dtype)
+            weights = draws / draws.sum(-1, keepdim=True).clamp(min=torch.finfo(alpha.dtype).tiny)
+        else:  # permute: within each sentence
+            b, s, w = mask.shape
+            noise = _word_draws(context, batch, mask, mode, padding=2.0).reshape(b * s, 1, w)
+            weights = permute(alpha.reshape(b * s, w), mask.reshape(b * s, w), noise)[:, 0].reshape(b, s, w)
+        return torch.where(has_words, weights.to(alpha.dtype), alpha)
+
+    return replace
+
+
+def _predictions(context: AnalysisContext, model: AttentionClassifier, batch: Batch, modes: list[str]) -> torch.Tensor:
+    """(B, modes) predicted classes with the attention of each mode."""
+    shared = forward_once(model, batch)
+    if not isinstance(model, HierarchicalClassifier):
+        alphas = torch.stack([_replaced(context, shared, m) for m in modes], dim=1)  # (B, modes, T)
+        return decode_many(model, shared, alphas).argmax(-1)
+    columns = []
+    for mode in modes:
+        replaced = shared
+        if mode != "learned":
+            model.word_alpha_override = _words_replaced(context, batch, mode)
+            try:
+                replaced = forward_once(model, batch)  # sentence vectors from the replaced word weights
+            finally:
+                model.word_alpha_override = None
+        alpha = _replaced(context, replaced, mode)
+        columns.append(model.decode(replaced.encoded.h, alpha, None).argmax(-1))
+    return torch.stack(columns, dim=1)
+
+
 @torch.no_grad()
 def _classifier_accuracies(
     context: AnalysisContext, model: AttentionClassifier, data: PreparedDataset, modes: list[str]
@@ -72,10 +127,9 @@ def _classifier_accuracies(
     total = 0
     hierarchical = hasattr(model, "word_attention")
     for batch in iterate_batches(data.splits["test"], BATCH_SIZE, sentences=hierarchical):
-        shared = forward_once(model, batch.to(context.device))
-        alphas = torch.stack([_replaced(context, shared, m) for m in modes], dim=1)  # (B, modes, T)
-        predictions = decode_many(model, shared, alphas).argmax(-1)  # (B, modes)
-        hits = (predictions == shared.batch.labels.unsqueeze(-1)).sum(0).tolist()
+        batch = batch.to(context.device)
+        predictions = _predictions(context, model, batch, modes)  # (B, modes)
+        hits = (predictions == batch.labels.unsqueeze(-1)).sum(0).tolist()
         for mode, hit in zip(modes, hits):
             correct[mode] += hit
         total += batch.size
@@ -131,10 +185,8 @@ def reference_accuracy(context: AnalysisContext, data: PreparedDataset, mode: st
     hierarchical = hasattr(model, "word_attention")
     with torch.no_grad():
         for batch in iterate_batches(data.splits["test"], 1, sentences=hierarchical):
-            shared = forward_once(model, batch.to(context.device))
-            alpha = _replaced(context, shared, mode)
-            logits = model.decode(shared.encoded.h, alpha, shared.encoded.query)
-            correct += int(logits.argmax(-1).item() == batch.labels.item())
+            batch = batch.to(context.device)
+            correct += int(_predictions(context, model, batch, [mode])[0, 0].item() == batch.labels.item())
             total += 1
     return correct / max(total, 1)
 

@@ -84,6 +84,11 @@ class ModelConfig(Strict):
     dropout: float = Field(0.0, ge=0, lt=1)
     transformer_layers: int = Field(2, ge=1, description="Meister et al.: 2")
     transformer_heads: int = Field(1, ge=1, description="Meister et al.: 1")
+    word_attention_mode: Literal["learned", "as_cell"] = Field(
+        "learned",
+        description="HAN: the word-level attention's mode; as_cell applies the cell's attention_mode at both "
+        "levels (Vashishth et al.'s uniform and random HAN models), learned keeps the word level learned",
+    )
 
 
 class CellConfig(Strict):

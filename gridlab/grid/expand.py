@@ -44,6 +44,7 @@ ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
     ("data", "test_fraction"): None,
     ("data", "drop_titles"): False,
     ("train", "attention_lr_scale"): 1.0,
+    ("model", "word_attention_mode"): "learned",
 }
 
 

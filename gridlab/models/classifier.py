@@ -21,6 +21,7 @@ embeddings (`model.embed(batch)` with `requires_grad`) to take gradients with re
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -141,16 +142,25 @@ class PairClassifier(AttentionClassifier):
 
 
 class HierarchicalClassifier(AttentionClassifier):
-    def __init__(self, sizes: Sizes, word_encoder: Encoder, sentence_encoder: Encoder, attention: AttentionSpec):
+    def __init__(
+        self,
+        sizes: Sizes,
+        word_encoder: Encoder,
+        sentence_encoder: Encoder,
+        attention: AttentionSpec,
+        word_mode: str = "learned",
+    ):
         super().__init__()
         self.embedding = _embedding(sizes)
         self.word_encoder = word_encoder
-        word_spec = AttentionSpec(attention.alignment, attention.projection, attention.lam, "learned")
+        word_spec = AttentionSpec(attention.alignment, attention.projection, attention.lam, word_mode)
         self.word_attention = Attention(word_spec, word_encoder.output_dim, None, sizes.attention)
         self.encoder = sentence_encoder
         self.attention = Attention(attention, sentence_encoder.output_dim, None, sizes.attention)
         self.dropout = nn.Dropout(sizes.dropout)
         self.classifier = nn.Linear(sentence_encoder.output_dim, sizes.classes)
+        # (B, S, W) word weights, (B, S, W) word mask -> replacement weights; set only while an analysis runs
+        self.word_alpha_override: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
     def embed(self, batch: Batch) -> torch.Tensor:
         return self.embedding(_sentences(batch).ids)  # (B, S, W, d)
@@ -165,6 +175,8 @@ class HierarchicalClassifier(AttentionClassifier):
         lengths = words.sum(-1)
         hw = self.word_encoder(x.reshape(b * s, w, d), lengths, words)  # (B*S, W, m_w)
         word_alpha = self.word_attention(hw, words)  # (B*S, W)
+        if self.word_alpha_override is not None:  # attention replaced at inference (attention_ablation)
+            word_alpha = self.word_alpha_override(word_alpha.reshape(b, s, w), sentences.mask).reshape(b * s, w)
         vectors = torch.einsum("nw,nwm->nm", word_alpha, hw).reshape(b, s, -1)  # (B, S, m_w)
         doc = sentences.doc_mask
         h = self.encoder(self.dropout(vectors), doc.sum(-1), doc)  # (B, S, m)

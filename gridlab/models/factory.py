@@ -75,4 +75,5 @@ def _architecture(config: CellConfig, data: PreparedDataset) -> AttentionClassif
     if config.architecture == "pair":
         return PairClassifier(sizes, encoder(m.embedding_dim), encoder(m.embedding_dim), spec)
     words = encoder(m.embedding_dim)
-    return HierarchicalClassifier(sizes, words, encoder(words.output_dim), spec)
+    word_mode = config.attention_mode if m.word_attention_mode == "as_cell" else "learned"
+    return HierarchicalClassifier(sizes, words, encoder(words.output_dim), spec, word_mode)

@@ -12,9 +12,11 @@ from gridlab.analyses import attention_ablation
 from gridlab.analyses.base import AnalysisContext
 from gridlab.catalog.analyses import AttentionAblationParams
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
+from gridlab.data.batching import iterate_batches
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
+from gridlab.grid.expand import cell_id
 from gridlab.models.factory import build_model
 from gridlab.training.loop import evaluate, fit
 
@@ -71,3 +73,50 @@ def test_translation_rows_are_bleu(data_dir: Path, tmp_path: Path):
     rows = attention_ablation.run_model(context(model), data)
     assert rows["metric"] == ["bleu"] * 4 and all(0.0 <= v <= 100.0 for v in rows["value"])
     assert model.attention.mode == "learned" and model.alpha_override is None  # restored
+
+
+@pytest.fixture(scope="module")
+def han(tmp_path_factory: pytest.TempPathFactory):
+    """A HAN trained on the planted task, every document one sentence (as SST's): only the word level can
+    matter, so replacing the sentence level alone would change nothing."""
+    root = tmp_path_factory.mktemp("han")
+    data = load_dataset("synthetic", root, root / "c", DataConfig(synthetic=SyntheticConfig(n_test=80)))
+    config = CellConfig(
+        dataset="synthetic", encoder="average", architecture="han", model=SMALL, train=TrainConfig(epochs=5, lr=0.003)
+    )
+    model = build_model(config, data)
+    fit(model, data, config, CPU)
+    return model.eval(), data
+
+
+def test_a_han_model_has_its_word_attention_replaced_too(han):
+    model, data = han
+    rows = attention_ablation.run_model(context(model), data)
+    for mode, value in zip(rows["mode"], rows["value"]):  # batched == one document at a time, same draws
+        assert value == pytest.approx(attention_ablation.reference_accuracy(context(model), data, mode))
+    assert rows["value"][0] > 0.9 and min(rows["delta"][1:]) < -0.05  # one sentence: the words carry it all
+
+
+def test_uniform_word_weights_average_each_sentences_words(han):
+    model, data = han
+    batch = next(iterate_batches(data.splits["test"], 8, sentences=True))
+    mask = batch.sentences.mask  # (B, S, W)
+    model.word_alpha_override = attention_ablation._words_replaced(context(model), batch, "uniform")
+    try:
+        with torch.no_grad():
+            encoded = model.encode(batch)
+    finally:
+        model.word_alpha_override = None
+    expected = mask / mask.sum(-1, keepdim=True).clamp(min=1)
+    assert torch.allclose(encoded.word_alpha, expected.to(encoded.word_alpha.dtype))
+
+
+def test_word_attention_mode_as_cell_trains_both_levels_alike(han):
+    _, data = han
+    uniform = CellConfig(dataset="synthetic", architecture="han", attention_mode="uniform", model=SMALL)
+    both = uniform.model_copy(update={"model": SMALL.model_copy(update={"word_attention_mode": "as_cell"})})
+    assert build_model(uniform, data).word_attention.mode == "learned"  # the default: only the sentence level
+    assert build_model(both, data).word_attention.mode == "uniform"
+    learned = CellConfig(dataset="synthetic", architecture="han", model=SMALL)
+    explicit = learned.model_copy(update={"model": SMALL.model_copy(update={"word_attention_mode": "learned"})})
+    assert cell_id(explicit) == cell_id(learned) != cell_id(both)

@@ -24,7 +24,7 @@ def test_cell_id_is_sha256_of_canonical_resolved_json():
     config = CellConfig(dataset="sst")
     cell = config.model_dump(mode="json")
     del cell["data"]["test_fraction"], cell["data"]["drop_titles"]  # added later: left out at their neutral value
-    del cell["train"]["attention_lr_scale"]
+    del cell["train"]["attention_lr_scale"], cell["model"]["word_attention_mode"]
     canonical = json.dumps({"schema": 1, "cell": cell}, sort_keys=True, separators=(",", ":"))
     assert cell_id(config) == hashlib.sha256(canonical.encode()).hexdigest()[:12]
     # the documented canonical form: sorted keys, no spaces, defaults present
