@@ -23,7 +23,8 @@ positions; the base model's outputs and attention are computed without gradients
   of adversarial mass that lands outside the base's support.
 - **Training as the cell's**: `make_optimizer` (Adam, AMSGrad, weight decay except on attention), gradient
   clipping, batch size and `max_train` from `config.train`; `params.epochs` epochs with the cell's early
-  stopping `patience`.
+  stopping `patience`; the learning rate is the cell's unless `params.lr` sets one (a Transformer trained
+  at Meister's 1e-5 barely moves its adversary in 8 epochs).
 - **A seeded nudge at the frozen start**: a copy of the base sits at a stationary point of L (TVD = 0 with
   zero subgradient, KL at its minimum), where only float rounding (which differs by thread count and device)
   would move it, and Adam turns rounding into full-size steps. So the frozen adversary's attention
@@ -170,6 +171,8 @@ def fit_adversary(context: Context, data: PreparedDataset, variant: str) -> tupl
     adversary = initial_adversary(context, data, variant)
     torch.manual_seed(instance_seed(context.cell_id, analysis, 0))  # dropout and random attention draws
     train = context.cell_config.train
+    if context.params.lr is not None:
+        train = train.model_copy(update={"lr": context.params.lr})
     optimizer = make_optimizer(adversary, train)
     best, best_epoch, best_state, waited, epoch = float("inf"), 0, None, 0, 0
     while epoch < context.params.epochs and waited < train.patience:

@@ -85,6 +85,7 @@ class AdversarialModelParams(Params):
     variants: list[AdversaryVariant] = Field(default_factory=lambda: list(_ADVERSARY_VARIANTS), min_length=1)
     lam: float = Field(1.0, ge=0, description="weight of the attention KL term (W&P)")
     epochs: int = Field(8, ge=1)
+    lr: float | None = Field(None, gt=0, description="the adversaries' learning rate; null: the cell's train.lr")
 
     _variants_unique = field_validator("variants")(_unique)
 

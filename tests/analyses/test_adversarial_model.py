@@ -127,3 +127,14 @@ def test_selection_never_reads_the_test_split(trained):
     no_test = dataclasses.replace(data, splits={k: v for k, v in data.splits.items() if k != "test"})
     adversary, epochs, best = adversarial_model.fit_adversary(context(trained, epochs=1), no_test, "unfrozen")
     assert (epochs, best) == (1, 1) and not adversary.training
+
+
+def test_the_adversaries_learning_rate_can_differ_from_the_cells(trained):
+    """At a rate too small to move in one epoch the frozen adversary stays on the base; `lr` lets it leave."""
+    model, data, config = trained
+    slow = (model, data, config.model_copy(update={"train": TrainConfig(lr=1e-7, weight_decay=0.0)}))
+    stuck = adversarial_model.run_model(context(slow, variants=["frozen"], lam=1.0, epochs=1), data)
+    moved = adversarial_model.run_model(context(slow, variants=["frozen"], lam=1.0, epochs=1, lr=0.01), data)
+    reference = adversarial_model.run_model(context(trained, variants=["frozen"], lam=1.0, epochs=1), data)
+    assert stuck["jsd_mean"][0] < 0.01 < moved["jsd_mean"][0]
+    assert moved["jsd_mean"][0] == pytest.approx(reference["jsd_mean"][0], abs=1e-6)  # as the cell's own 0.01
