@@ -43,9 +43,9 @@ from gridlab.config.schema import CellConfig
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.grid.suggest import unknown
+from gridlab.report.inputs import ReportInputs
 from gridlab.results.parts import write_part
 from gridlab.store.atomic import write_text
-from gridlab.store.layout import GridWorkspace
 from gridlab.store.models import ModelStore
 
 TOP_K = 3  # "the top three highest weighted words"
@@ -85,14 +85,16 @@ def export_grid(
 ) -> ExportReport:
     """Sheet and key for the grid's trained flat classifiers with learned attention (or exactly `cells`)."""
     chosen, skipped = select_cells(expanded, cells)
-    rows = {cell_id: cell_rows(expanded.workspace, cell_id) for cell_id in chosen}
-    unscored = [cell_id for cell_id, frame in rows.items() if frame is None]
-    if unscored:
+    scores = ReportInputs.load(expanded).rows(SCORES)
+    scored = set() if scores is None else set(scores["cell_id"])
+    unscored = [cell_id for cell_id in chosen if cell_id not in scored]
+    if scores is None or unscored:
         raise GridlabError(
             f"{', '.join(unscored)}: no {SCORES} rows to make the sheets from; add `{SCORES}: {{}}` to `analyses:` "
             f"in {expanded.file} and run `gridlab analyze {expanded.file}`"
         )
-    report = export_cells(expanded.spec.name, {c: f for c, f in rows.items() if f is not None}, per_cell, out, force)
+    rows = {cell_id: instances_of(scores, cell_id) for cell_id in chosen}
+    report = export_cells(expanded.spec.name, rows, per_cell, out, force)
     return ExportReport(report.folder, report.items, report.cells, skipped)
 
 
@@ -130,13 +132,10 @@ def unsuitable(config: CellConfig) -> str | None:
     return None
 
 
-def cell_rows(workspace: GridWorkspace, cell_id: str) -> pd.DataFrame | None:
-    """The cell's token_scores rows by instance id, or None when it has none."""
-    parts = workspace.parts_of(SCORES, {cell_id})
-    if not parts:
-        return None
-    frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
-    return frame.drop_duplicates("instance_id").sort_values("instance_id", kind="stable").reset_index(drop=True)
+def instances_of(scores: pd.DataFrame, cell_id: str) -> pd.DataFrame:
+    """One cell's token_scores rows, one per instance, in instance order."""
+    frame = scores[scores["cell_id"] == cell_id].drop_duplicates("instance_id")
+    return frame.sort_values("instance_id", kind="stable").reset_index(drop=True)
 
 
 def export_cells(

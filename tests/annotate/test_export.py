@@ -214,3 +214,16 @@ def test_an_export_is_not_replaced_without_force(exported: Path, annotated_grid,
     assert result.exit_code == 1
     assert f"cell {uniform}: attention_mode uniform; only trained flat classifiers" in result.output
     assert not (tmp_path / "u").exists()
+
+
+def test_without_token_scores_rows_the_export_says_what_to_run(annotated_grid, tmp_path: Path):
+    scores = annotated_grid.expanded.workspace.analysis("token_scores")
+    aside = tmp_path / "aside"
+    scores.rename(aside)
+    try:
+        result = run("annotate", "export", annotated_grid.path, "--out", tmp_path / "sheet")
+    finally:
+        aside.rename(scores)
+    assert result.exit_code == 1
+    assert f"{annotated_grid.learned.id}: no token_scores rows to make the sheets from" in result.output
+    assert "gridlab analyze" in result.output and not (tmp_path / "sheet").exists()
