@@ -13,6 +13,7 @@ from gridlab.cli.output import console, echo, user_errors
 from gridlab.errors import GridlabError
 from gridlab.grid.suggest import unknown
 from gridlab.store.layout import CellFiles
+from gridlab.store.lock import exclusive
 from gridlab.store.models import ModelStore
 
 
@@ -62,7 +63,10 @@ def analyze(
     for analysis_id in analysis or []:
         if analysis_id not in expanded.analyses:
             raise GridlabError(unknown("analysis", analysis_id, list(expanded.analyses)) + f" (the analyses of {grid})")
-    with ray_session(address if address is not None else expanded.spec.ray.address):
+    with (
+        exclusive(expanded.workspace, "analyze"),
+        ray_session(address if address is not None else expanded.spec.ray.address),
+    ):
         report = run_analyses(expanded, emit=echo, only=analysis or None)
         summarize(expanded, tracker_for(expanded), echo)
     echo(f"analyses: {report.written} parts written, {report.skipped} already there")

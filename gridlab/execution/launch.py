@@ -36,6 +36,7 @@ from gridlab.grid.suggest import unknown
 from gridlab.results.parts import drop_cell_parts
 from gridlab.store.atomic import write_json
 from gridlab.store.layout import LAUNCH_MARKER
+from gridlab.store.lock import exclusive
 from gridlab.store.models import ModelStore
 from gridlab.tracking.runs import Tracker
 
@@ -70,7 +71,7 @@ def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Call
     """Train what is untrained and run (or resume) the analyses of every trained cell, each model's as soon
     as it is trained. A forced cell's old rows (and its seed peers' seed_variance rows) are dropped first.
     Its start and end go to the grid's launch log (a study's wall time, `gridlab fidelity`)."""
-    with _timed(grid) as record:
+    with exclusive(grid.workspace, "launch"), _timed(grid) as record:
         report = _launch(grid, force, address, emit)
         record.update(trained=len(report.trained), failed=len(report.failed))
     return report

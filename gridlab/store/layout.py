@@ -113,6 +113,11 @@ class GridWorkspace:
         return self.path / "launches.jsonl"
 
     @property
+    def lock(self) -> Path:
+        """Held by the one launch or analyze that writes this grid (`gridlab.store.lock`)."""
+        return self.path / "launch.lock"
+
+    @property
     def annotation(self) -> Path:
         return self.path / "annotation"
 

@@ -1,0 +1,62 @@
+"""One writer per grid at a time: `gridlab launch` and `gridlab analyze` hold an exclusive lock on the grid's
+folder, so two of them never train the same cells into one Tune experiment or race MLflow's first migration.
+
+    >>> with exclusive(workspace, "launch"):      # GridBusy (one line: who holds it) if another one runs
+    ...     train_and_analyse()
+
+The lock is the operating system's (`flock` on `results_dir/<grid>/launch.lock`): it is released when its
+holder exits, however it exits, so a killed launch never leaves a stale lock behind. The file also names the
+holder (host, pid, command, start time) for the message a second launch prints. Readers (`status`, `plan`,
+`report`) take no lock. A shared file system must support `flock` (local disks and NFSv4 do).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from gridlab.errors import GridlabError
+from gridlab.store.layout import GridWorkspace
+
+
+class GridBusy(GridlabError):
+    """Another launch or analyze holds the grid."""
+
+
+@contextmanager
+def exclusive(workspace: GridWorkspace, command: str) -> Iterator[None]:
+    """Holds the grid's lock for the block; raises GridBusy at once if another process holds it."""
+    workspace.path.mkdir(parents=True, exist_ok=True)
+    with open(workspace.lock, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise GridBusy(_busy(workspace, handle.read())) from None
+        handle.seek(0)
+        handle.truncate()
+        holder = {"host": socket.gethostname(), "pid": os.getpid(), "command": command, "since": time.time()}
+        handle.write(json.dumps(holder))
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()  # the lock itself goes with the file's closing
+
+
+def _busy(workspace: GridWorkspace, holder_json: str) -> str:
+    try:
+        holder = json.loads(holder_json)
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder["since"]))
+        who = f"`gridlab {holder['command']}` (pid {holder['pid']} on {holder['host']}, since {since})"
+    except (ValueError, KeyError, TypeError):
+        who = "another launch or analyze"
+    return (
+        f"{workspace.path.name}: {who} is running on this grid; wait for it to end (status and report work meanwhile)"
+    )
