@@ -26,7 +26,7 @@ Scope = Literal["instance", "model", "grid"]
 
 
 class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _unique(values: list) -> list:

@@ -37,7 +37,8 @@ RAY_ADDRESS_PATTERN = re.compile(r"^(auto|local|ray://[A-Za-z0-9_.-]+(:\d+)?|[A-
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # no inf or NaN in any number of a grid: `train.lr: .inf` is bad input, not a run that fails later
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class TrainConfig(Strict):

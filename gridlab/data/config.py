@@ -16,7 +16,7 @@ from gridlab.data.synthetic import SyntheticConfig
 
 
 class DataConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     derive_splits: bool = Field(
         False, description="carve splits missing from a partial copy out of what exists (recorded in results)"

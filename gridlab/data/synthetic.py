@@ -25,7 +25,7 @@ SPLIT_SEEDS = {"train": 0, "dev": 1, "test": 2}
 class SyntheticConfig(BaseModel):
     """Knobs of the synthetic task; all are part of a cell's resolved config."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     n_train: int = Field(2000, ge=1)
     n_dev: int = Field(500, ge=1)

@@ -120,7 +120,7 @@ def train_epoch(
     minimising `loss_of(model, batch)` (the task loss; the analyses that train models pass their own
     objective); returns the mean batch loss."""
     model.train()
-    losses = []
+    losses: list[float] = []
     for batch in iterate_batches(
         table,
         train.batch_size,
@@ -133,7 +133,10 @@ def train_epoch(
         batch = batch.to(device)
         loss = loss_of(model, batch)
         if not torch.isfinite(loss):
-            raise NonFiniteLoss(f"{what} loss became {loss.item()} (epoch seed {epoch_seed})")
+            raise NonFiniteLoss(
+                f"{what} loss became {loss.item()} at batch {len(losses) + 1} of the epoch "
+                f"(train.lr {train.lr:g}: a smaller one, or train.clip_norm, may keep it finite)"
+            )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if train.clip_norm is not None:
@@ -192,14 +195,17 @@ class Trainer:
     def run_epoch(self) -> tuple[EpochRecord, bool]:
         """One epoch of training and the dev evaluation; returns the record and whether dev improved."""
         self.epoch += 1
-        train_loss = train_epoch(
-            self.model,
-            self.data.splits["train"],
-            self.config.train,
-            self.optimizer,
-            self.device,
-            epoch_seed=self.config.seed * 1000 + self.epoch,
-        )
+        try:
+            train_loss = train_epoch(
+                self.model,
+                self.data.splits["train"],
+                self.config.train,
+                self.optimizer,
+                self.device,
+                epoch_seed=self.config.seed * 1000 + self.epoch,
+            )
+        except NonFiniteLoss as failure:
+            raise NonFiniteLoss(f"epoch {self.epoch}: {failure}") from None
         dev = evaluate(self.model, self.data.splits["dev"], self.device, target_vocab=self.data.target_vocab)
         record = EpochRecord(self.epoch, train_loss, dev)
         self.result.history.append(record)

@@ -164,6 +164,13 @@ BAD_GRIDS = [
         "model.hidden_size",
         "not divisible by model.transformer_heads = 3",
     ),
+    ("infinite-lr", edited(train={"lr": float("inf")}), "train.lr", "expected: input should be a finite number"),
+    (
+        "nan-analysis-parameter",
+        edited(analyses={"adversarial": {"lr": float("nan")}}),
+        "analyses.adversarial.lr",
+        "finite number",
+    ),
     (
         "synthetic-inconsistent",
         edited(grid__dataset=["synthetic"], data={"synthetic": {"planted": 1, "distractors": 1}}),

@@ -124,3 +124,13 @@ def test_resuming_from_a_trainer_checkpoint_equals_training_straight_through(syn
     assert all(
         torch.equal(a, b) for a, b in zip(resumed.model.state_dict().values(), straight.model.state_dict().values())
     )
+
+
+def test_a_non_finite_loss_names_its_epoch_and_batch(synthetic):
+    from gridlab.training.loop import NonFiniteLoss
+
+    config = CellConfig(dataset="synthetic", model=SMALL, train=TrainConfig(lr=1e30, clip_norm=None))
+    with pytest.raises(
+        NonFiniteLoss, match=r"^epoch 1: training loss became \S+ at batch \d+ of the epoch \(train\.lr 1e\+30"
+    ):
+        fit(build_model(config, synthetic), synthetic, config, CPU)
