@@ -87,7 +87,7 @@ def train_cell(config: dict[str, Any]) -> None:
                 checkpoint=tune.Checkpoint.from_directory(str(checkpoint)),
             )
             return
-        trainer.load_state_dict(torch.load(checkpoint / TRAINER_STATE, map_location=device, weights_only=False))
+        trainer.load_state_dict(torch.load(checkpoint / TRAINER_STATE, map_location=device, weights_only=True))
         resumed_from = trainer.epoch
 
     try:
@@ -134,7 +134,7 @@ def _checkpoint_epoch(folder: Path) -> float:
     if (folder / CellFiles.METRICS).is_file():
         return float("inf")
     try:
-        return torch.load(folder / TRAINER_STATE, map_location="cpu", weights_only=False)["epoch"]
+        return torch.load(folder / TRAINER_STATE, map_location="cpu", weights_only=True)["epoch"]
     except (RuntimeError, EOFError, OSError, ValueError, KeyError, pickle.UnpicklingError):
         return -1
 
