@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from gridlab.data.catalog import DATASETS, SYNTHETIC
 from gridlab.data.config import DataConfig
 from gridlab.data.examples import RawExample
+from gridlab.data.files import verify_files
 from gridlab.data.presence import Presence, check_presence
 from gridlab.data.spec import SPLITS, DatasetSpec, Task
 from gridlab.data.tokenize import rationale_mask, tokenize
@@ -60,8 +61,22 @@ def load_dataset(dataset_id: str, data_dir: Path, cache_dir: Path, config: DataC
     key = cache_key(spec, presence, config)
     entry = cache_dir / dataset_id / key
     if not (entry / "meta.json").is_file():
+        verify_release(spec, data_dir)
         _write_entry(entry, _build(spec, presence, config))
     return _read_entry(entry, spec, config, key)
+
+
+def verify_release(spec: DatasetSpec, data_dir: Path) -> None:
+    """Refuses release files whose sha256 differs from the published one (a truncated download, an edited
+    copy), before anything is built from them. It runs when a cache entry is built: the entry's key covers
+    the files' digests, so a file that changes always comes back through here, and a relaunch hashes nothing
+    it has not hashed before."""
+    for check in verify_files(spec, data_dir):
+        if check.verdict == "mismatch":
+            raise DataError(
+                f"dataset '{spec.id}': {check.found} is not the published release ({check.detail}); "
+                f"see `gridlab data check {spec.id}`, then fetch it again"
+            )
 
 
 def cache_key(spec: DatasetSpec, presence: Presence, config: DataConfig) -> str:

@@ -106,15 +106,14 @@ def test_cache_hit_reads_nothing_and_changed_parameter_rebuilds(data_dir: Path, 
     assert len(list((tmp_path / "sst").iterdir())) == 2
 
 
-def test_changed_source_file_rebuilds(data_dir: Path, tmp_path: Path):
+def test_a_changed_source_file_is_verified_again_not_served_from_the_cache(data_dir: Path, tmp_path: Path):
     copy = tmp_path / "data"
     shutil.copytree(data_dir / "sst", copy / "sst")
-    first = load_dataset("sst", copy, tmp_path / "cache", DataConfig())
+    load_dataset("sst", copy, tmp_path / "cache", DataConfig())
     train = copy / "sst" / "stsa.binary.train"
     train.write_text(train.read_text() + "1 an extra sentence added by the user .\n")
-    second = load_dataset("sst", copy, tmp_path / "cache", DataConfig())
-    assert second.cache_key != first.cache_key
-    assert second.splits["train"].num_rows == first.splits["train"].num_rows + 1
+    with pytest.raises(DataError, match="stsa.binary.train is not the published release"):
+        load_dataset("sst", copy, tmp_path / "cache", DataConfig())
 
 
 def test_pair_fields_are_tokenised_separately(data_dir: Path, cache: Path):
@@ -221,3 +220,17 @@ def test_synthetic_is_deterministic_by_its_seed(tmp_path: Path):
     c = load_dataset("synthetic", tmp_path, tmp_path / "c", DataConfig(synthetic=SyntheticConfig(seed=1)))
     assert a.splits["train"].equals(b.splits["train"])
     assert not a.splits["train"].column("tokens").equals(c.splits["train"].column("tokens"))
+
+
+def test_a_file_that_is_not_the_release_is_refused_before_anything_is_built(data_dir: Path, tmp_path: Path):
+    """A truncated training file would otherwise be prepared, cached and trained on under the same cell id."""
+    copy = tmp_path / "data"
+    shutil.copytree(data_dir / "sst", copy / "sst", ignore=shutil.ignore_patterns("trees"))
+    train = copy / "sst" / "stsa.binary.train"
+    lines = train.read_text(encoding="utf-8").splitlines(keepends=True)
+    train.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    with pytest.raises(DataError) as refused:
+        load_dataset("sst", copy, tmp_path / "cache", DataConfig())
+    (line,) = refused.value.lines()
+    assert str(train) in line and "not the published release" in line and "gridlab data check sst" in line
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("meta.json"))
