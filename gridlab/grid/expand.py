@@ -33,6 +33,7 @@ from gridlab.errors import DataError, GridFileError
 from gridlab.grid.paths import field_at, get_path, leaf_paths, set_path, validate_value
 from gridlab.grid.problems import Problem, from_validation_error, location
 from gridlab.grid.suggest import unknown
+from gridlab.store.atomic import unwritable
 from gridlab.store.layout import GridWorkspace, Results
 
 ID_LENGTH = 12
@@ -144,6 +145,9 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
     if not cells:
         raise GridFileError(file, [("exclude" if spec.exclude else "grid", "no cells left (expected at least one)")])
     _check_compatibility(cells, problems)
+    unusable = unwritable(Path(spec.results_dir))
+    if unusable:
+        problems.append(("results_dir", unusable))
     if check_data:
         _check_datasets(cells, resolve_data_dir(spec.data_dir), dict(zip(prefixes, block_axes)), problems)
         _check_vectors(cells, resolve_data_dir(spec.data_dir), problems)

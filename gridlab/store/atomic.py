@@ -66,3 +66,16 @@ def publish_folder(staging: Path, target: Path) -> None:
     os.rename(target, retired / target.name)
     os.rename(staging, target)
     shutil.rmtree(retired, ignore_errors=True)
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why results could not be written under `folder`, or None; found without creating anything (the
+    nearest part of the path that exists must be a writable folder)."""
+    existing = folder
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder (expected a folder to write results in)"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable (expected a folder to write results in)"
+    return None

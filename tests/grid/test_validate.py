@@ -194,6 +194,18 @@ def test_bad_grid_is_rejected_with_one_line_per_problem(in_tmp: Path, content, w
     assert sorted(p.name for p in in_tmp.iterdir()) == ["grid.yaml"], "validation created files"
 
 
+def test_a_results_dir_that_is_a_file_is_one_line_before_anything_starts(in_tmp: Path):
+    (in_tmp / "runs").write_text("not a folder")
+    path = write(in_tmp, edited(results_dir="runs/deeper"))
+    for command in ("validate", "launch"):
+        result = run(command, str(path))
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip() == (
+            f"{path}: results_dir: runs is a file, not a folder (expected a folder to write results in)"
+        )
+    assert (in_tmp / "runs").read_text() == "not a folder"
+
+
 def test_at_least_twenty_kinds_of_bad_grid_are_covered():
     assert len({case[0] for case in BAD_GRIDS}) >= 20
 
