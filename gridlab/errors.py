@@ -30,6 +30,12 @@ class GridFileError(GridlabError):
         return [f"{self.file}: {where}: {what}" if where else f"{self.file}: {what}" for where, what in self.problems]
 
 
+class Interrupted(GridlabError):
+    """The user stopped a command (Ctrl-C); what was finished is kept and a relaunch resumes."""
+
+    exit_code = 130
+
+
 class DataError(GridlabError):
     """A dataset file is missing, unreadable or not what its format promises."""
 

@@ -10,7 +10,7 @@ from typing import TypeVar
 import typer
 from rich.console import Console
 
-from gridlab.errors import GridlabError
+from gridlab.errors import GridlabError, Interrupted
 
 F = TypeVar("F", bound=Callable)
 
@@ -38,5 +38,8 @@ def user_errors(command: F) -> F:
             for line in error.lines():
                 typer.echo(line, err=True)
             raise typer.Exit(error.exit_code) from None
+        except KeyboardInterrupt:  # Ctrl-C outside Ray Tune's own handling: what was written is complete
+            typer.echo("interrupted: finished cells and parts are kept; run the command again to resume", err=True)
+            raise typer.Exit(Interrupted.exit_code) from None
 
     return wrapper  # type: ignore[return-value]

@@ -25,7 +25,7 @@ from pathlib import Path
 from ray import tune
 
 from gridlab.analyses.seed_variance import peers_of
-from gridlab.errors import GridlabError
+from gridlab.errors import GridlabError, Interrupted
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.execution.plan import plan_jobs
 from gridlab.execution.progress import GridProgress
@@ -242,9 +242,23 @@ def _run(
     experiment.mkdir(parents=True, exist_ok=True)
     _write_marker(experiment, {"finished": False, "cells": [c.id for c in cells], "parent_run": parent})
     tuner.fit()
+    _stop_if_interrupted(grid, [c.id for c in cells])
     _mark_finished(experiment)
     counts = progress.counts()
     tracker.end_launch(parent, counts["trained"] - already, counts["failed"])
+
+
+def _stop_if_interrupted(grid: ExpandedGrid, cell_ids: list[str]) -> None:
+    """Tune returns from `fit` when Ctrl-C stops it, with trials unfinished: then the launch stops too (its
+    experiment left unfinished, so the next launch resumes it), instead of going on as if it were done."""
+    store = ModelStore(grid.workspace.models)
+    states = [store.cell(c).state() for c in cell_ids]
+    if "pending" in states:
+        trained = sum(store.cell(c.id).state() == "trained" for c in grid.cells)
+        raise Interrupted(
+            f"interrupted: {trained} of {len(grid.cells)} cells trained, {states.count('pending')} of this "
+            f"launch's not finished; `gridlab launch {grid.file}` resumes them"
+        )
 
 
 def _trial_name(trial) -> str:
