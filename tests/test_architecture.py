@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gridlab"
 
 # Lowest first. A package may import from its own layer and every layer before it.
 LAYERS: list[set[str]] = [
-    {"__init__", "errors", "runtime", "store"},  # __init__: the version only
+    {"__init__", "errors", "runtime", "store", "text"},  # __init__: the version only
     {"data"},
     {"config"},
     {"catalog"},

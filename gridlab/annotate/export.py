@@ -47,6 +47,7 @@ from gridlab.report.inputs import ReportInputs
 from gridlab.results.parts import write_part
 from gridlab.store.atomic import write_text
 from gridlab.store.models import ModelStore
+from gridlab.text import counted
 
 TOP_K = 3  # "the top three highest weighted words"
 SCORES = "token_scores"  # the analysis whose rows the sheets are made of
@@ -119,7 +120,7 @@ def select_cells(expanded: ExpandedGrid, only: Sequence[str] | None) -> tuple[li
     if not chosen:
         raise GridlabError(
             f"{expanded.spec.name}: no trained flat classifier with learned attention to annotate "
-            f"({len(skipped)} cells left out: {', '.join(sorted(set(skipped.values())))})"
+            f"({counted(len(skipped), 'cell')} left out: {', '.join(sorted(set(skipped.values())))})"
         )
     return chosen, skipped
 

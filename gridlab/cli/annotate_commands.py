@@ -16,6 +16,7 @@ from gridlab.annotate.export import export_grid
 from gridlab.annotate.files import ANSWERS_GLOB, INSTRUCTIONS, ITEMS, KEY
 from gridlab.cli.grid_commands import GridArg, load
 from gridlab.cli.output import echo, user_errors
+from gridlab.text import counted
 
 app = typer.Typer(
     help="Human evaluation of attention (Vashishth et al. §4.4): blinded sheets, then agreement and 2x2 tables.",
@@ -54,10 +55,13 @@ def export(
     only = [c.strip() for value in cells or [] for c in value.split(",") if c.strip()]
     folder = out or expanded.workspace.annotation
     report = export_grid(expanded, folder, only or None, per_cell, force)
-    echo(f"{report.items} items from {len(report.cells)} cells written to {folder}/")
+    echo(f"{counted(report.items, 'item')} from {counted(len(report.cells), 'cell')} written to {folder}/")
     if report.skipped:
         reasons = Counter(report.skipped.values())
-        echo(f"left out {len(report.skipped)} cells: " + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items())))
+        echo(
+            f"left out {counted(len(report.skipped), 'cell')}: "
+            + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+        )
     echo(
         f"hand out {ITEMS} and {INSTRUCTIONS}; keep {KEY} from annotators. Collect their {ANSWERS_GLOB} in "
         f"{folder}/, then run `gridlab annotate score {grid}`" + (f" --dir {folder}" if out else "")

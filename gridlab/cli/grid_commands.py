@@ -15,6 +15,7 @@ from gridlab.catalog.analyses import ANALYSES
 from gridlab.cli.output import console, echo, user_errors, warn
 from gridlab.grid.expand import Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file
+from gridlab.text import counted
 
 GridArg = Annotated[Path, typer.Argument(help="The grid file (YAML).", show_default=False)]
 WhereOption = Annotated[
@@ -44,7 +45,8 @@ def validate(grid: GridArg) -> None:
     expanded = load(grid)
     collapsed = f" ({expanded.collapsed} duplicate combinations collapsed)" if expanded.collapsed else ""
     echo(
-        f"{grid}: valid: {len(expanded.cells)} cells{collapsed}, {len(expanded.analyses)} analyses"
+        f"{grid}: valid: {counted(len(expanded.cells), 'cell')}{collapsed}, "
+        f"{counted(len(expanded.analyses), 'analysis', 'analyses')}"
         + (f" ({', '.join(expanded.analyses)})" if expanded.analyses else "")
     )
 
@@ -80,7 +82,7 @@ def _extra_axes(expanded: ExpandedGrid) -> list[str]:
 
 def _cells_table(expanded: ExpandedGrid) -> Table:
     extra = _extra_axes(expanded)
-    table = Table(title=f"{expanded.spec.name}: {len(expanded.cells)} cells", title_justify="left")
+    table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
     for column in ("cell", *COLUMNS, *extra, "runs"):
         table.add_column(column, no_wrap=column != "runs")
     for cell in expanded.cells:
@@ -114,7 +116,7 @@ def _print_counts(expanded: ExpandedGrid) -> None:
     for analysis_id in expanded.analyses:
         info = ANALYSES[analysis_id]
         n = sum(analysis_id in applicable(expanded, c) for c in cells)
-        line = f"{analysis_id}: {n} of {len(cells)} cells ({info.scope} level)"
+        line = f"{analysis_id}: {n} of {counted(len(cells), 'cell')} ({info.scope} level)"
         if info.scope == "instance":
             per_model = f"{spec.instances} test instances" if spec.instances else "all test instances"
             line += f", {per_model} per model" + (f" in up to {shards} shards of {spec.shard_size}" if shards else "")

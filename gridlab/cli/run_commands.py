@@ -15,6 +15,7 @@ from gridlab.grid.suggest import unknown
 from gridlab.store.layout import CellFiles
 from gridlab.store.lock import exclusive
 from gridlab.store.models import ModelStore
+from gridlab.text import counted
 
 
 @user_errors
@@ -81,7 +82,7 @@ def status(grid: GridArg, where: WhereOption = None) -> None:
     """Per cell: trained, failed (with the reason) or pending; where its checkpoint and MLflow run are."""
     expanded = load(grid, where)
     store = ModelStore(expanded.workspace.models)
-    table = Table(title=f"{expanded.spec.name}: {len(expanded.cells)} cells", title_justify="left")
+    table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
     for column in ("cell", "dataset", "encoder", "attention", "seed", "state", "detail", "checkpoint / MLflow run"):
         table.add_column(column, no_wrap=column not in ("detail", "checkpoint / MLflow run"))
     counts = {"trained": 0, "failed": 0, "pending": 0}

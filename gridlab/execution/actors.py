@@ -31,6 +31,7 @@ from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
+from gridlab.text import counted
 
 
 @ray.remote(max_restarts=2, max_task_retries=2)
@@ -214,4 +215,4 @@ def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
     if frame.empty:
         return
     updated = log_summaries(grid, frame, tracker)
-    emit(f"summaries: {len(frame)} cells in {grid.workspace.summary}, logged to {updated} MLflow runs")
+    emit(f"summaries: {counted(len(frame), 'cell')} in {grid.workspace.summary}, logged to {updated} MLflow runs")

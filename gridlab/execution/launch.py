@@ -38,6 +38,7 @@ from gridlab.store.atomic import write_json
 from gridlab.store.layout import LAUNCH_MARKER
 from gridlab.store.lock import exclusive
 from gridlab.store.models import ModelStore
+from gridlab.text import counted
 from gridlab.tracking.runs import Tracker
 
 
@@ -159,11 +160,11 @@ def _train(
     dispatcher: AnalysisDispatcher | None,
 ) -> LaunchReport:
     if not pending:
-        emit(f"nothing to train: all {len(grid.cells)} cells of {grid.spec.name} are trained")
+        emit(f"nothing to train: all {counted(len(grid.cells), 'cell')} of {grid.spec.name} are trained")
         return LaunchReport([], {}, len(grid.cells))
     emit(
-        f"{grid.spec.name}: {len(pending)} of {len(grid.cells)} cells to train; results in {grid.results_dir}/, "
-        f"MLflow at {tracking_uri(grid)}"
+        f"{grid.spec.name}: {len(pending)} of {counted(len(grid.cells), 'cell')} to train; "
+        f"results in {grid.results_dir}/, MLflow at {tracking_uri(grid)}"
     )
     grid.results_dir.mkdir(parents=True, exist_ok=True)
     tracker = tracker_for(grid)
@@ -256,7 +257,7 @@ def _stop_if_interrupted(grid: ExpandedGrid, cell_ids: list[str]) -> None:
     if "pending" in states:
         trained = sum(store.cell(c.id).state() == "trained" for c in grid.cells)
         raise Interrupted(
-            f"interrupted: {trained} of {len(grid.cells)} cells trained, {states.count('pending')} of this "
+            f"interrupted: {trained} of {counted(len(grid.cells), 'cell')} trained, {states.count('pending')} of this "
             f"launch's not finished; `gridlab launch {grid.file}` resumes them"
         )
 

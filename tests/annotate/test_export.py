@@ -32,7 +32,7 @@ def run(*args: str):
 def exported(annotated_grid) -> Path:
     result = run("annotate", "export", annotated_grid.path, "--per-cell", PER_CELL)
     assert result.exit_code == 0, result.output
-    assert f"{2 * PER_CELL} items from 1 cells" in result.output
+    assert f"{2 * PER_CELL} items from 1 cell written" in result.output
     assert "left out 2 cells: 1 attention_mode uniform, 1 not trained" in result.output
     return annotated_grid.expanded.results_dir / "annotation"
 

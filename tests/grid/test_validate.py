@@ -264,3 +264,11 @@ def test_no_match_exclude_is_a_warning_not_an_error(in_tmp: Path):
     result = run("validate", str(path))
     assert result.exit_code == 0
     assert re.search(r"warning: .*exclude\[0\] matches no cell", result.stderr)
+
+
+def test_counts_read_as_english(in_tmp: Path):
+    one = write(in_tmp, {"name": "one", "grid": {"dataset": ["synthetic"]}, "analyses": {"permutation": {}}})
+    result = run("validate", str(one))
+    assert result.exit_code == 0 and result.stdout.strip() == f"{one}: valid: 1 cell, 1 analysis (permutation)"
+    two = write(in_tmp, edited(), name="two.yaml")
+    assert ": valid: 8 cells, 1 analysis (permutation)" in run("validate", str(two)).stdout
