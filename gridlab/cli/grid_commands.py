@@ -15,6 +15,7 @@ from gridlab.catalog.analyses import ANALYSES
 from gridlab.cli.output import console, echo, user_errors, warn
 from gridlab.grid.expand import Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file
+from gridlab.store.models import ModelStore
 from gridlab.text import counted
 
 GridArg = Annotated[Path, typer.Argument(help="The grid file (YAML).", show_default=False)]
@@ -59,12 +60,15 @@ def plan(
 ) -> None:
     """Show every cell (id, dataset, encoder, ...) and what would run for it, with counts."""
     expanded = load(grid, where)
+    store = ModelStore(expanded.workspace.models)
+    states: dict[str, str] = {cell.id: store.cell(cell.id).state() for cell in expanded.cells}
     if as_json:
         for cell in expanded.cells:
             echo(
                 json.dumps(
                     {
                         "id": cell.id,
+                        "state": states[cell.id],
                         "config": cell.config.model_dump(mode="json"),
                         "analyses": applicable(expanded, cell),
                     },
@@ -72,18 +76,18 @@ def plan(
                 )
             )
         return
-    console.print(_cells_table(expanded))
-    _print_counts(expanded)
+    console.print(_cells_table(expanded, states))
+    _print_counts(expanded, states)
 
 
 def _extra_axes(expanded: ExpandedGrid) -> list[str]:
     return [p for p in expanded.axis_paths if p not in COLUMNS and p != "projection_lambda"]
 
 
-def _cells_table(expanded: ExpandedGrid) -> Table:
+def _cells_table(expanded: ExpandedGrid, states: dict[str, str]) -> Table:
     extra = _extra_axes(expanded)
     table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
-    for column in ("cell", *COLUMNS, *extra, "runs"):
+    for column in ("cell", "state", *COLUMNS, *extra, "runs"):
         table.add_column(column, no_wrap=column != "runs")
     for cell in expanded.cells:
         c = cell.config
@@ -91,8 +95,10 @@ def _cells_table(expanded: ExpandedGrid) -> Table:
         projection = c.projection if c.projection_lambda is None else f"{c.projection} λ={c.projection_lambda:g}"
         values = [c.dataset, c.encoder, c.attention, projection, c.architecture, c.attention_mode, str(c.seed)]
         values += [_get(config, p) for p in extra]
-        runs = ", ".join(["train", *applicable(expanded, cell)])
-        table.add_row(cell.id, *values, runs)
+        runs = ", ".join(
+            ["train", *applicable(expanded, cell)] if states[cell.id] != "trained" else applicable(expanded, cell)
+        )
+        table.add_row(cell.id, states[cell.id], *values, runs)
     return table
 
 
@@ -103,11 +109,15 @@ def _get(config: dict, path: str) -> str:
     return str(node)
 
 
-def _print_counts(expanded: ExpandedGrid) -> None:
+def _print_counts(expanded: ExpandedGrid, states: dict[str, str]) -> None:
     spec = expanded.spec
     cells = expanded.cells
-    by_dataset = Counter(c.config.dataset for c in cells)
-    echo(f"cells: {len(cells)} to train ({', '.join(f'{d} {n}' for d, n in by_dataset.items())})")
+    untrained = [c for c in cells if states[c.id] != "trained"]
+    by_dataset = Counter(c.config.dataset for c in untrained)
+    datasets = f" ({', '.join(f'{d} {n}' for d, n in by_dataset.items())})" if untrained else ""
+    failed = sum(states[c.id] == "failed" for c in cells)
+    retried = f", {failed} of them failed before (a launch retries them)" if failed else ""
+    echo(f"cells: {len(cells) - len(untrained)} trained, {len(untrained)} to train{datasets}{retried}")
     if expanded.collapsed:
         echo(f"  {expanded.collapsed} combinations resolved to a cell already listed and were collapsed")
     shards = math.ceil(spec.instances / spec.shard_size) if spec.instances else None

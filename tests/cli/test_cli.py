@@ -63,10 +63,33 @@ def test_plan_lists_every_cell_with_what_it_runs(in_tmp: Path):
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "quick: 4 cells" in out
-    assert "cells: 4 to train (sst 2, synthetic 2)" in out
+    assert "cells: 0 trained, 4 to train (sst 2, synthetic 2)" in out
     assert "rationale_recovery: 2 of 4 cells (instance level)" in out
     assert "needs a dataset with rationales" in out
     assert not (in_tmp / "runs").exists()
+
+
+def test_plan_tells_trained_cells_from_pending_ones(in_tmp: Path):
+    from gridlab.grid.expand import expand
+    from gridlab.grid.load import load_grid_file
+    from gridlab.store.models import ModelStore
+
+    path = REPO / "grids" / "quick.yaml"
+    cells = expand(load_grid_file(path), str(path), check_data=False).cells
+    store = ModelStore(in_tmp / "runs" / "quick" / "models")
+    for cell in cells[:3]:  # as a finished trial leaves them
+        store.publish_trained(cell.id, config={}, weights={}, data_json={}, metrics={"test_accuracy": 0.5}, history=[])
+    result = run("plan", str(path))
+    assert result.exit_code == 0, result.output
+    assert "cells: 3 trained, 1 to train (" in result.stdout
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") > 3}
+    assert all(" trained " in rows[c.id] and "train," not in rows[c.id] for c in cells[:3])
+    assert " pending " in rows[cells[3].id] and "train, " in rows[cells[3].id]
+    states = {
+        json.loads(line)["id"]: json.loads(line)["state"]
+        for line in run("plan", str(path), "--json").stdout.splitlines()
+    }
+    assert states == {c.id: "trained" if c in cells[:3] else "pending" for c in cells}
 
 
 def test_plan_json_gives_ids_and_resolved_configs(in_tmp: Path):
