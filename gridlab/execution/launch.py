@@ -178,6 +178,8 @@ def _train(
         states = [store.cell(c).state() for c in marker["cells"]]
         tracker.end_launch(marker["parent_run"], states.count("trained"), states.count("failed"))
     remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
+    for cell_id in force:
+        tracker.supersede(cell_id)
     if remaining:
         _run(grid, remaining, tracker, emit, already=len(grid.cells) - len(pending), dispatcher=dispatcher)
     folders = {c.id: store.cell(c.id) for c in pending}

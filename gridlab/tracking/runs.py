@@ -80,6 +80,14 @@ class Tracker:
         )
         return runs[0].info.run_id if runs else None
 
+    def supersede(self, cell_id: str) -> None:
+        """The cell is retrained (`--force`): its old run is kept, tagged `superseded`, and the retrain gets a
+        run of its own, so the two trainings' metrics never mix."""
+        old = self.find_cell_run(cell_id)
+        if old is not None:
+            self.client.set_tag(old, KIND_TAG, "superseded")
+            self.client.set_tag(old, "superseded_at", time.strftime("%Y-%m-%d %H:%M:%S"))
+
     def cell_run(self, cell_id: str, params: dict[str, Any], tags: dict[str, str], parent_run_id: str) -> str:
         """The cell's run, created with its params and tags on first use, marked running again on reuse."""
         from mlflow.entities import Param, RunStatus
@@ -105,7 +113,8 @@ class Tracker:
         self.client.log_batch(run_id, metrics=[Metric(k, float(v), now, epoch) for k, v in metrics.items()])
 
     def finish_cell(self, run_id: str, metrics: dict[str, float], folder: Path) -> None:
-        self.log_epoch(run_id, 0, metrics)
+        """The final (test) metrics, logged at the epoch whose weights they measure, and the cell's files."""
+        self.log_epoch(run_id, int(metrics.get("best_epoch", 0)), metrics)
         for name in (CellFiles.CONFIG, CellFiles.METRICS, CellFiles.HISTORY, CellFiles.DATA):
             if (folder / name).is_file():
                 self.client.log_artifact(run_id, str(folder / name))

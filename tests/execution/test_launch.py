@@ -163,6 +163,14 @@ def test_force_retrains_only_the_chosen_cell(tmp_path: Path, data_dir: Path, mon
     assert "folders of its analysis rows were removed" in forced.output
     assert part[first.id].stat().st_mtime_ns != rows_before[first.id][0]
     assert (part[second.id].stat().st_mtime_ns, part[second.id].read_bytes()) == rows_before[second.id]
-    assert len(runs(tmp_path, "g", "tags.`gridlab.kind` = 'cell'")) == 2  # the forced cell kept its run
+    assert len(runs(tmp_path, "g", "tags.`gridlab.kind` = 'cell'")) == 2  # one current run per cell
+    old = runs(tmp_path, "g", "tags.`gridlab.kind` = 'superseded'")  # the forced cell's first training
+    new = runs(tmp_path, "g", f"tags.`gridlab.kind` = 'cell' and tags.cell_id = '{first.id}'")
+    assert list(old["tags.cell_id"]) == [first.id] and old["run_id"].iloc[0] != new["run_id"].iloc[0]
+    client = mlflow.MlflowClient()
+    epochs = [m.step for m in client.get_metric_history(new["run_id"].iloc[0], "train_loss")]
+    assert epochs == sorted(set(epochs))  # the retrain logged its own epochs, not on top of the old ones
+    best = int(new["metrics.best_epoch"].iloc[0])
+    assert [m.step for m in client.get_metric_history(new["run_id"].iloc[0], "test_accuracy")] == [best]
     unknown = CliRunner().invoke(app, ["launch", str(path), "--force", "abc"])
     assert unknown.exit_code == 1 and "unknown cell id 'abc'" in unknown.stderr
