@@ -27,6 +27,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # plain help: flags without a `<bool>` type after them
 )
 app.command()(grid_commands.validate)
 app.command()(grid_commands.plan)

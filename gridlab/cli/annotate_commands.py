@@ -21,6 +21,7 @@ from gridlab.text import counted
 app = typer.Typer(
     help="Human evaluation of attention (Vashishth et al. §4.4): blinded sheets, then agreement and 2x2 tables.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 
@@ -32,6 +33,7 @@ def export(
         Optional[list[str]],
         typer.Option(
             "--cells",
+            metavar="CELL_ID[,CELL_ID]",
             help="Only these cell ids (repeatable or "
             "comma-separated); default: every "
             "trained flat cell with learned "

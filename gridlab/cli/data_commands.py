@@ -18,7 +18,9 @@ from gridlab.errors import ChecksumError, DataError
 from gridlab.grid.expand import resolve_data_dir
 from gridlab.grid.suggest import unknown
 
-app = typer.Typer(help="Datasets: what is there, whether it is intact, and fetching it.", no_args_is_help=True)
+app = typer.Typer(
+    help="Datasets: what is there, whether it is intact, and fetching it.", no_args_is_help=True, rich_markup_mode=None
+)
 
 DataDirOption = Annotated[
     Optional[Path], typer.Option("--data-dir", help="Default: $GRIDLAB_DATA, else ./data.", show_default=False)

@@ -22,7 +22,9 @@ GridArg = Annotated[Path, typer.Argument(help="The grid file (YAML).", show_defa
 WhereOption = Annotated[
     Optional[list[str]],
     typer.Option(
-        "--where", help="Only the cells whose config matches PATH=VALUE[,VALUE...], e.g. dataset=sst (repeatable)."
+        "--where",
+        metavar="PATH=VALUE[,VALUE]",
+        help="Only the cells whose config matches, e.g. dataset=sst (repeatable).",
     ),
 ]
 COLUMNS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")

@@ -21,7 +21,9 @@ from gridlab.text import counted
 @user_errors
 def launch(
     grid: GridArg,
-    force: Annotated[Optional[list[str]], typer.Option("--force", help="Retrain this cell id (repeatable).")] = None,
+    force: Annotated[
+        Optional[list[str]], typer.Option("--force", metavar="CELL_ID", help="Retrain this cell id (repeatable).")
+    ] = None,
     address: Annotated[
         Optional[str],
         typer.Option(
@@ -50,7 +52,7 @@ def launch(
 def analyze(
     grid: GridArg,
     analysis: Annotated[
-        Optional[list[str]], typer.Option("--analysis", help="Only this analysis id (repeatable).")
+        Optional[list[str]], typer.Option("--analysis", metavar="ANALYSIS", help="Only this analysis id (repeatable).")
     ] = None,
     address: Annotated[Optional[str], typer.Option(help="Ray address; default: the grid's ray.address.")] = None,
     where: WhereOption = None,

