@@ -1,9 +1,9 @@
 """Writes a report folder from the sections' artifacts:
 
     report/
-      index.html          one self-contained page (inline CSS, no external assets): contents, one section per
-                          paper, tables as <table id=... class="gridlab-table">, figures as
-                          <img id=... class="gridlab-figure">, fragments inline, a "Missing" list per section
+      index.html          one self-contained page (inline CSS, figures inlined as PNG data, no external assets):
+                          contents, one section per paper, tables as <table id=... class="gridlab-table">,
+                          figures as <img id=... class="gridlab-figure">, fragments inline, a "Missing" list
       <table id>.md       Markdown, numbers rounded for reading
       <table id>.csv      the same table at full precision
       <figure id>.png     matplotlib (Agg), dpi 110
@@ -21,6 +21,7 @@ An existing folder that is not a gridlab report (no report.json, not empty) is n
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -127,7 +128,7 @@ def _write_all(sections: list[SectionResult], folder: Path, title: str, intro: s
         "artifacts": entries,
         "missing": [f"{s.title}: {line}" for s in sections for line in s.missing],
     }
-    write_text(folder / "index.html", _index_html(sections, title, intro))
+    write_text(folder / "index.html", _index_html(sections, title, intro, folder))
     write_text(folder / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest
 
@@ -258,7 +259,7 @@ def _html_table(table: Table) -> str:
     )
 
 
-def _artifact_html(artifact: Artifact) -> str:
+def _artifact_html(artifact: Artifact, folder: Path) -> str:
     title = f'<h3 id="{_e(artifact.id)}-title">{_e(artifact.title)}</h3>'
     caption = f'<p class="caption">{_e(artifact.caption)}</p>' if artifact.caption else ""
     if isinstance(artifact, Table):
@@ -268,8 +269,9 @@ def _artifact_html(artifact: Artifact) -> str:
         )
         return f"{title}\n{_html_table(artifact)}\n{caption}\n{files}"
     if isinstance(artifact, Figure):
-        image = (
-            f'<img id="{_e(artifact.id)}" class="gridlab-figure" src="{_e(artifact.id)}.png" '
+        png = base64.b64encode((folder / f"{artifact.id}.png").read_bytes()).decode("ascii")
+        image = (  # inlined: index.html is one file that can be mailed; the PNG beside it is for papers
+            f'<img id="{_e(artifact.id)}" class="gridlab-figure" src="data:image/png;base64,{png}" '
             f'alt="{_e(artifact.title)}" onload="gridlabMark(this)" onerror="gridlabMark(this)">'
         )
         return f"{title}\n{image}\n{caption}"
@@ -283,7 +285,7 @@ def _missing_html(lines: list[str]) -> str:
     return f'<div class="missing"><strong>Missing</strong><ul>{items}</ul></div>'
 
 
-def _index_html(sections: list[SectionResult], title: str, intro: str) -> str:
+def _index_html(sections: list[SectionResult], title: str, intro: str, folder: Path) -> str:
     shown = [s for s in sections if s.rendered]
     absent = [s for s in sections if not s.rendered]
     toc = "".join(f'<li><a href="#{_e(s.id)}">{_e(s.title)}</a></li>' for s in shown)
@@ -294,7 +296,7 @@ def _index_html(sections: list[SectionResult], title: str, intro: str) -> str:
         parts.append(f'<p class="caption">{_e(intro)}</p>')
     parts.append(f"<nav><h2>Contents</h2><ol>{toc}</ol></nav>")
     for section in shown:
-        body = "\n".join(_artifact_html(a) for a in section.artifacts)
+        body = "\n".join(_artifact_html(a, folder) for a in section.artifacts)
         parts.append(
             f'<section id="{_e(section.id)}"><h2>{_e(section.title)}</h2>\n{body}\n'
             f"{_missing_html(section.missing)}</section>"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -54,7 +55,8 @@ def test_files_index_and_manifest(tmp_path: Path):
     assert "| 0.12 ± 0.01 |" in markdown and "0.123456789" not in markdown  # the display, for reading
     index = (out / "index.html").read_text()
     assert '<table id="t_main" class="gridlab-table">' in index
-    assert '<img id="f_main" class="gridlab-figure" src="f_main.png" alt="A figure"' in index
+    inlined = base64.b64encode((out / "f_main.png").read_bytes()).decode("ascii")  # one file: no PNG to carry
+    assert f'<img id="f_main" class="gridlab-figure" src="data:image/png;base64,{inlined}" alt="A figure"' in index
     assert '<div id="h_main" class="gridlab-fragment"><span style="color:red">tok</span></div>' in index
     assert "Paper A &lt;2019&gt;" in index and "caption &amp; more" in index  # escaped
     assert "adversarial: not run" in index and "sparsity_importance: not run" in index
