@@ -24,6 +24,7 @@ from typing import Any
 from gridlab.store.layout import CellFiles
 
 KIND_TAG = "gridlab.kind"
+EXPERIMENT_KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # MLflow 3's UI
 BATCH = 100  # MLflow's log_batch limit on params per call
 
 
@@ -58,6 +59,9 @@ class Tracker:
             else:
                 location = (self.artifact_root / self.experiment).resolve().as_uri() if self.artifact_root else None
                 self._experiment_id = self.client.create_experiment(self.experiment, artifact_location=location)
+            if (found.tags if found is not None else {}).get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING:
+                # the UI opens it as model training, not in its GenAI view
+                self.client.set_experiment_tag(self._experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING)
         return self._experiment_id
 
     def start_launch(self, pending: int) -> str:
@@ -99,7 +103,14 @@ class Tracker:
         run = self.client.create_run(
             self.experiment_id,
             run_name=f"{tags.get('dataset')}-{tags.get('encoder')}-{tags.get('attention')}-{cell_id[:6]}",
-            tags={**tags, "cell_id": cell_id, KIND_TAG: "cell", "mlflow.parentRunId": parent_run_id},
+            # the launch as a tag too: a UI filter hides runs nested under a parent, a tag filter finds them
+            tags={
+                **tags,
+                "cell_id": cell_id,
+                KIND_TAG: "cell",
+                "mlflow.parentRunId": parent_run_id,
+                "launch": parent_run_id,
+            },
         )
         items = [Param(k, str(v)) for k, v in sorted(params.items())]
         for start in range(0, len(items), BATCH):
