@@ -44,12 +44,20 @@ RANKING_PAIRS = (("gradient", "attention"), ("grad_x_attention", "attention"))
 DELTA_ALPHA_BINS = np.linspace(0.0, 1.0, 11)
 
 
+ALL = "all (T ≥ 2)"  # the population of every instance an erasure can act on
+
+
 def in_ranking_order(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Rows sorted by `by`, ranking columns in S&S's order (attention, random, gradient, ...) not A-Z."""
+    """Rows sorted by `by`, ranking columns in S&S's order (attention, random, gradient, ...) not A-Z, the
+    population of every instance before the short ones."""
     order = {name: i for i, name in enumerate((*RANKINGS, "exact"))}
-    return table.sort_values(
-        by, key=lambda c: c.map(order) if c.name in ("ranking", "first") else c, kind="stable"
-    ).reset_index(drop=True)
+
+    def key(column: pd.Series) -> pd.Series:
+        if column.name in ("ranking", "first"):
+            return column.map(order)
+        return column.ne(ALL) if column.name == "population" else column  # every instance first
+
+    return table.sort_values(by, key=key, kind="stable").reset_index(drop=True)
 
 
 def flag(values: pd.Series) -> pd.Series:
@@ -110,43 +118,49 @@ def table2_published() -> Table:
 
 
 def fractions_frame(rows: pd.DataFrame, rankings: list[str], exact_max_len: int | None) -> pd.DataFrame:
-    """Per configuration and ranking: % of instances whose decision flips, and the median and mean fraction
-    removed at the first flip among those (per seed, then across seeds). The exact minimal set only exists
-    for T <= exact_max_len, so its % flipped is over those instances."""
-    parts = []
+    """Per configuration, population and ranking: % of instances whose decision flips, and the median and mean
+    fraction removed at the first flip among those (per seed, then across seeds). The exact minimal set only
+    exists for T <= exact_max_len: each ranking is shown over all instances (T >= 2) and, beside the exact
+    set, over those short instances, so rankings are only ever compared on the same instances."""
     eligible = rows[rows["length"] >= 2]
-    for ranking in rankings:
-        scope = eligible
-        if ranking == "exact" and exact_max_len is not None:
-            scope = eligible[eligible["length"] <= exact_max_len]
-        fracs = scope[f"frac_{ranking}"].astype(float)
-        parts.append(scope.assign(ranking=ranking, frac=fracs, pct_flipped=100 * fracs.notna().astype(float)))
+    populations = [(ALL, eligible, [r for r in rankings if r != "exact"])]
+    if "exact" in rankings and exact_max_len is not None:
+        populations.append((f"T ≤ {exact_max_len}", eligible[eligible["length"] <= exact_max_len], rankings))
+    parts = []
+    for population, scope, ranked in populations:
+        for ranking in ranked:
+            fracs = scope[f"frac_{ranking}"].astype(float)
+            parts.append(
+                scope.assign(
+                    population=population, ranking=ranking, frac=fracs, pct_flipped=100 * fracs.notna().astype(float)
+                )
+            )
     frame = pd.concat(parts, ignore_index=True)
     table = seed_table(
         frame,
-        [*model_axes(rows), "ranking"],
+        [*model_axes(rows), "population", "ranking"],
         {"pct_flipped": ("pct_flipped", "mean"), "frac_median": ("frac", "median"), "frac_mean": ("frac", "mean")},
         spread=["pct_flipped", "frac_median"],
     )
-    return in_ranking_order(table, [*model_axes(rows), "ranking"])
+    return in_ranking_order(table, [*model_axes(rows), "population", "ranking"])
 
 
 def fractions_table(rows: pd.DataFrame, rankings: list[str], exact_max_len: int | None) -> Table:
     frame = fractions_frame(rows, rankings, exact_max_len)
     shown = grouping_axes(rows)
-    display = frame[[*shown, "ranking"]].copy()
+    display = frame[[*shown, "population", "ranking"]].copy()
     display["% flipped"] = pm(frame, "pct_flipped", digits=1)
     display["median fraction removed"] = pm(frame, "frac_median", digits=3)
     display["95% CI"] = ci(frame, "frac_median", digits=3)
     display["mean fraction removed"] = frame["frac_mean"]
     display["seeds"] = frame["n_seeds"]
-    limit = f" (T ≤ {exact_max_len})" if exact_max_len else ""
     caption = (
         "Weights zeroed in ranking order until the decision flips (S&S §5): per model, the % of instances "
-        "(T ≥ 2) whose decision flips at all, and the median and mean fraction of items removed at the "
-        "first flip among those (instances that never flip are left out, as S&S §5.3); then mean ± std "
-        f"across seeds with the 95% t-interval of the median. 'exact': the smallest flipping set{limit}, "
-        "found by enumeration."
+        "whose decision flips at all, and the median and mean fraction of items removed at the first flip "
+        "among those (instances that never flip are left out, as S&S §5.3); then mean ± std across seeds "
+        "with the 95% t-interval of the median. 'exact': the smallest flipping set, found by enumeration, "
+        f"which exists for short instances only: compare it with the other rankings in its own population "
+        f"({ALL} holds every instance with two items or more, a different set)."
     )
     return Table(
         "ss_fig5_fractions",
