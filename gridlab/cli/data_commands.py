@@ -23,7 +23,12 @@ app = typer.Typer(
 )
 
 DataDirOption = Annotated[
-    Optional[Path], typer.Option("--data-dir", help="Default: $GRIDLAB_DATA, else ./data.", show_default=False)
+    Optional[Path],
+    typer.Option(
+        "--data-dir",
+        help="Default: $GRIDLAB_DATA, else ./data, else (reading) the SST files shipped with gridlab.",
+        show_default=False,
+    ),
 ]
 
 
@@ -119,10 +124,10 @@ def fetch(
 ) -> None:
     """Download a dataset's release files (or a named word-vector set's) and verify them."""
     if _known_source(dataset_id) in VECTOR_SETS:
-        _fetch_vectors(VECTOR_SETS[dataset_id], resolve_data_dir(data_dir), mirror or mirror_from_env())
+        _fetch_vectors(VECTOR_SETS[dataset_id], resolve_data_dir(data_dir, shipped=False), mirror or mirror_from_env())
         return
     spec = DATASETS[dataset_id]
-    fetched = fetch_dataset(spec, resolve_data_dir(data_dir), mirror or mirror_from_env(), progress=echo)
+    fetched = fetch_dataset(spec, resolve_data_dir(data_dir, shipped=False), mirror or mirror_from_env(), progress=echo)
     downloaded = sum(f.downloaded for f in fetched)
     echo(f"{dataset_id}: {downloaded} downloaded, {len(fetched) - downloaded} already present; checksums ok")
 

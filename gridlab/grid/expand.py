@@ -27,6 +27,7 @@ from gridlab.catalog.analyses import ANALYSES, Params
 from gridlab.catalog.compatibility import incompatibilities
 from gridlab.config.schema import CellConfig, GridFile
 from gridlab.data.catalog import DATASETS
+from gridlab.data.embedded import EMBEDDED_DATA
 from gridlab.data.presence import check_presence
 from gridlab.data.vectors import is_named, vector_source
 from gridlab.errors import DataError, GridFileError
@@ -85,11 +86,15 @@ class ExpandedGrid:
         return self.results.grid(self.spec.name)
 
 
-def resolve_data_dir(configured: Path | None) -> Path:
-    """The grid's `data_dir`, else $GRIDLAB_DATA, else ./data."""
+def resolve_data_dir(configured: Path | None, shipped: bool = True) -> Path:
+    """The grid's `data_dir`, else $GRIDLAB_DATA, else ./data, else (`shipped`, for reading only) the data
+    shipped with gridlab: SST's binary split, what grids/quick.yaml needs besides the generated task."""
     if configured is not None:
         return configured
-    return Path(os.environ.get("GRIDLAB_DATA") or "data")
+    if os.environ.get("GRIDLAB_DATA"):
+        return Path(os.environ["GRIDLAB_DATA"])
+    local = Path("data")
+    return local if local.is_dir() or not shipped else EMBEDDED_DATA
 
 
 def cell_id(config: CellConfig) -> str:

@@ -234,3 +234,24 @@ def test_a_file_that_is_not_the_release_is_refused_before_anything_is_built(data
     (line,) = refused.value.lines()
     assert str(train) in line and "not the published release" in line and "gridlab data check sst" in line
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("meta.json"))
+
+
+def test_the_shipped_sst_is_read_when_no_data_folder_is_given(tmp_path: Path, monkeypatch, data_dir: Path):
+    from gridlab.data.embedded import EMBEDDED_DATA
+    from gridlab.data.files import verify_files
+    from gridlab.grid.expand import resolve_data_dir
+
+    monkeypatch.delenv("GRIDLAB_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert resolve_data_dir(None) == EMBEDDED_DATA
+    assert resolve_data_dir(None, shipped=False) == Path("data")  # `data fetch` never writes into the package
+    assert [c.verdict for c in verify_files(DATASETS["sst"], EMBEDDED_DATA)] == ["ok", "ok", "ok"]
+    shipped = load_dataset("sst", EMBEDDED_DATA, tmp_path / "cache", DataConfig())
+    shared = load_dataset("sst", data_dir, tmp_path / "cache", DataConfig())
+    assert shipped.vocab.digest() == shared.vocab.digest()  # the same files: a model trained on one reads the other
+    for split in ("train", "dev", "test"):
+        assert shipped.splits[split].equals(shared.splits[split])
+    (tmp_path / "data").mkdir()
+    assert resolve_data_dir(None) == Path("data")  # a local data folder wins
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    assert resolve_data_dir(None) == data_dir

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,14 +18,18 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def test_quick_grid_trains_every_cell(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
-    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+def test_quick_grid_trains_every_cell(tmp_path: Path, monkeypatch, local_ray):
+    """As README command 1 on a user's machine: no $GRIDLAB_DATA, no ./data, no ../shared (the SST files
+    shipped with gridlab are read)."""
+    monkeypatch.delenv("GRIDLAB_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
     grid = yaml.safe_load((REPO / "grids" / "quick.yaml").read_text())
     grid["results_dir"] = str(tmp_path / "runs")
     path = tmp_path / "quick.yaml"
     path.write_text(yaml.safe_dump(grid))
     result = CliRunner().invoke(app, ["launch", str(path)])
     assert result.exit_code == 0, result.output
+    assert not (tmp_path / "data").exists() and "GRIDLAB_DATA" not in os.environ
     for cell in expand(load_grid_file(path), str(path)).cells:
         metrics = json.loads((tmp_path / "runs" / "quick" / "models" / cell.id / "metrics.json").read_text())
         floor = 0.9 if cell.config.dataset == "synthetic" else 0.6  # far above chance (0.5) on both
