@@ -10,6 +10,7 @@ from rich.table import Table
 
 from gridlab.cli.output import console, echo, user_errors
 from gridlab.data.catalog import DATASETS
+from gridlab.data.embedded import EMBEDDED_DATA
 from gridlab.data.fetch import fetch_dataset, fetch_vectors, mirror_from_env
 from gridlab.data.files import verify_files
 from gridlab.data.inventory import default_cache_dir, inventory
@@ -65,6 +66,8 @@ def list_datasets(data_dir: DataDirOption = None) -> None:
         table.add_row(spec.id, spec.task, state, *rows, spec.description)
     console.print(table)
     console.print(_vectors_table(root))
+    shipped = " (the SST files shipped with gridlab: no $GRIDLAB_DATA and no ./data)" if root == EMBEDDED_DATA else ""
+    echo(f"looked in {root}{shipped}; read another folder with --data-dir PATH or GRIDLAB_DATA=PATH")
 
 
 def _vectors_table(root: Path) -> Table:

@@ -137,6 +137,17 @@ def test_data_list_on_an_empty_folder_says_missing(in_tmp: Path):
     result = run("data", "list", "--data-dir", str(in_tmp / "empty"))
     lines = [line for line in result.stdout.splitlines() if line.startswith("│ sst ")]
     assert "missing" in lines[0]
+    assert (
+        f"looked in {in_tmp / 'empty'}; read another folder with --data-dir PATH or GRIDLAB_DATA=PATH" in result.stdout
+    )
+
+
+def test_data_list_without_a_data_folder_says_it_reads_the_shipped_sst(in_tmp: Path, monkeypatch):
+    monkeypatch.delenv("GRIDLAB_DATA")
+    result = run("data", "list")
+    lines = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith("│")}
+    assert "present" in lines["sst"] and "missing" in lines["imdb"]
+    assert "(the SST files shipped with gridlab: no $GRIDLAB_DATA and no ./data)" in result.stdout
 
 
 def test_data_check_verifies_every_present_file(in_tmp: Path):
