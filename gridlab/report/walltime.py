@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridlab.store.layout import GridWorkspace
+from gridlab.text import counted
 
 
 @dataclass(frozen=True)
@@ -33,14 +34,15 @@ class WallTime:
     def describe(self) -> str:
         """'2 launches, 30m34s wall; 18 trials, 131 epochs, 55m10s of trial time'."""
         launches = (
-            f"{self.launches} launches, {duration(self.launch_seconds)} wall"
+            f"{counted(self.launches, 'launch', 'launches')}, {duration(self.launch_seconds)} wall"
             if self.launches
             else "launch wall time not recorded"
         )
         if self.unfinished:
             launches += f" ({self.unfinished} unfinished)"
         trials = (
-            f"{self.trials} trials, {self.epochs} epochs, {duration(self.train_seconds)} of trial time"
+            f"{counted(self.trials, 'trial')}, {counted(self.epochs, 'epoch')}, "
+            f"{duration(self.train_seconds)} of trial time"
             if self.trials
             else "no training recorded"
         )
