@@ -45,3 +45,25 @@ def data_dir() -> Path:
     if not (path / "sst").is_dir():
         pytest.fail(f"real datasets not found under {path}: set GRIDLAB_DATA to the shared data folder")
     return path
+
+
+@pytest.fixture(scope="session")
+def publish_model():
+    """`publish_model(models_dir, config, data, model, test_accuracy=0.0) -> cell id`: a model's folder as a
+    finished trial leaves it, for tests that analyse or report a model without training it."""
+    from gridlab.grid.expand import cell_id
+    from gridlab.store.models import ModelStore, data_reference
+
+    def publish(models: Path, config, data, model, test_accuracy: float = 0.0) -> str:
+        identifier = cell_id(config)
+        ModelStore(models).publish_trained(
+            identifier,
+            config=config.model_dump(mode="json"),
+            weights=model.state_dict(),
+            data_json=data_reference(data),
+            metrics={"test_accuracy": test_accuracy},
+            history=[],
+        )
+        return identifier
+
+    return publish

@@ -27,10 +27,8 @@ from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
 from gridlab.execution.plan import Shard, ShardJob, plan_shards
 from gridlab.execution.runner import ShardRunner
-from gridlab.grid.expand import cell_id
 from gridlab.models.factory import build_model
 from gridlab.results.parts import COMMON_SCHEMA
-from gridlab.store.models import ModelStore, data_reference
 
 LN2 = math.log(2)
 INSTANCES = 30
@@ -63,7 +61,7 @@ def bounds(column: str) -> tuple[float, float] | None:
 
 
 @pytest.fixture(scope="module")
-def trained_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
+def trained_store(tmp_path_factory: pytest.TempPathFactory, publish_model) -> tuple[Path, Path, str, str]:
     """A grid-results folder holding one 'trained' tiny model (random weights, sharpened so decisions flip)."""
     root = tmp_path_factory.mktemp("grid")
     cache = tmp_path_factory.mktemp("cache")
@@ -85,26 +83,13 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
         model.classifier.weight.mul_(20.0)
         batch = next(iterate_batches(data.splits["test"], INSTANCES))
         model.classifier.bias.sub_(model(batch).mean(0))  # decisions near the boundary: some of them flip
-    identifier = publish(tmp_path_factory, root, config, data, model)
+    identifier = publish_model(root / "models", config, data, model)
     peer_config = config.model_copy(update={"seed": 1})  # seed_variance's peer: the same cell but for its seed
     with torch.no_grad():
         for p in model.attention.parameters():
             p.add_(0.5 * torch.randn_like(p))
-    peer = publish(tmp_path_factory, root, peer_config, data, model)
+    peer = publish_model(root / "models", peer_config, data, model)
     return root, cache, identifier, peer
-
-
-def publish(tmp_path_factory, root: Path, config: CellConfig, data, model) -> str:
-    identifier = cell_id(config)
-    ModelStore(root / "models").publish_trained(
-        identifier,
-        config=config.model_dump(mode="json"),
-        weights=model.state_dict(),
-        data_json=data_reference(data),
-        metrics={"test_accuracy": 0.0},
-        history=[],
-    )
-    return identifier
 
 
 def run_all(

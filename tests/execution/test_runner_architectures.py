@@ -17,32 +17,22 @@ from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.execution.plan import Shard, ShardJob
 from gridlab.execution.runner import ShardRunner
-from gridlab.grid.expand import cell_id
 from gridlab.models.factory import build_model
-from gridlab.store.models import ModelStore, data_reference
 
 FAST = {"permutation": {"n": 8}, "erasure_multi": {"exact_max_len": 6}, "adversarial": {"k": 2, "steps": 10}}
 INSTANCES = 8
 
 
-def publish(root: Path, cache: Path, config: CellConfig) -> str:
+def publish(publish_model, root: Path, cache: Path, config: CellConfig) -> str:
     config = config.model_copy(update={"data": config.data.resolve(DATASETS[config.dataset])})
     data = load_dataset(config.dataset, root, cache, config.data)
-    model = build_model(config, data).eval()
-    identifier = cell_id(config)
-    ModelStore(root / "g" / "models").publish_trained(
-        identifier,
-        config=config.model_dump(mode="json"),
-        weights=model.state_dict(),
-        data_json=data_reference(data),
-        metrics={"test_accuracy": 0.0},
-        history=[],
-    )
-    return identifier
+    return publish_model(root / "g" / "models", config, data, build_model(config, data).eval())
 
 
 @pytest.mark.parametrize("architecture,dataset", [("pair", "sick"), ("han", "20news")])
-def test_every_applicable_per_instance_analysis_runs(architecture: str, dataset: str, data_dir: Path, tmp_path: Path):
+def test_every_applicable_per_instance_analysis_runs(
+    architecture: str, dataset: str, data_dir: Path, tmp_path: Path, publish_model
+):
     root = tmp_path / "store"
     (root / "g").mkdir(parents=True)
     for item in data_dir.iterdir():  # the store root doubles as the data folder: link the real datasets in
@@ -54,7 +44,7 @@ def test_every_applicable_per_instance_analysis_runs(architecture: str, dataset:
         model=ModelConfig(embedding_dim=8, hidden_size=6, attention_size=6),
         data=DataConfig(max_length=80),
     )
-    identifier = publish(root, tmp_path / "cache", config)
+    identifier = publish(publish_model, root, tmp_path / "cache", config)
     applicable = [
         a
         for a, analysis in IMPLEMENTATIONS.items()

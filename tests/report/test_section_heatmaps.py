@@ -26,13 +26,11 @@ from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
 from gridlab.execution.plan import Shard, ShardJob
 from gridlab.execution.runner import ShardRunner
-from gridlab.grid.expand import cell_id
 from gridlab.models.factory import build_model
 from gridlab.report.artifacts import Fragment
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.sections import heatmaps
 from gridlab.store.layout import GridWorkspace, Results
-from gridlab.store.models import ModelStore, data_reference
 
 N = 24
 ADVERSARIAL = {"k": 3, "steps": 100}
@@ -40,7 +38,7 @@ ODD = '<b>"&'  # a token that must be escaped
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+def store(tmp_path_factory: pytest.TempPathFactory, publish_model) -> SimpleNamespace:
     """A grid folder with one 'trained' tiny LSTM (random weights, sharpened attention) and its adversarial rows."""
     results = tmp_path_factory.mktemp("results")  # the grid file's results_dir; its cache/ holds the dataset
     grid_results, cache, data_dir = results / "g", results / "cache", tmp_path_factory.mktemp("data")
@@ -60,15 +58,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
             p.mul_(8.0)  # peaked attention
         model.classifier.weight.mul_(20.0)
         model.classifier.bias.sub_(model(next(iterate_batches(data.splits["test"], N))).mean(0))
-    identifier = cell_id(config)
-    ModelStore(grid_results / "models").publish_trained(
-        identifier,
-        config=config.model_dump(mode="json"),
-        weights=model.state_dict(),
-        data_json=data_reference(data),
-        metrics={"test_accuracy": 0.5},
-        history=[],
-    )
+    identifier = publish_model(grid_results / "models", config, data, model, test_accuracy=0.5)
     runner = ShardRunner(grid_results, data_dir, cache, torch.device("cpu"))
     runner.run(ShardJob("g", identifier, Shard(0, 0, N), {"adversarial": ADVERSARIAL, "token_scores": {}}, 8))
     return SimpleNamespace(
