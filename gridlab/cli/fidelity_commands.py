@@ -3,6 +3,7 @@ published numbers beside ours with a verdict and an ablation, and each study's w
 
 from __future__ import annotations
 
+import datetime
 import shlex
 from pathlib import Path
 from typing import Annotated
@@ -22,11 +23,13 @@ def fidelity(grids: GridsArg, out: OutOption = Path("docs/fidelity.md")) -> None
     """Write the fidelity document: for every grid, each published number, ours, its tolerance and verdict
     (within / outside / not run), the ablation that tests an outside one, and the study's wall time."""
     from gridlab.report.fidelity_doc import fidelity_document  # pandas and the sections load only here
+    from gridlab.report.fidelity_record import NumberRecord, record_paths
 
     expanded = [load(grid, check_data=False) for grid in grids]  # rows suffice, as for `gridlab report`
     command = shlex.join(["gridlab", "fidelity", *map(str, grids), "--out", str(out)])
-    text = fidelity_document(expanded, command)
-    write_text(out, text)
-    echo(f"fidelity: {out}")
+    document = fidelity_document(expanded, command, NumberRecord.read(out), datetime.date.today())
+    write_text(out, document.text)
+    document.record.write(out)
+    echo(f"fidelity: {out} (its record: {', '.join(map(str, record_paths(out)))})")
     for grid in expanded:
         echo(f"  {grid.spec.name}: {grid.file}")

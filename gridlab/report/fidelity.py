@@ -166,13 +166,7 @@ def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list
     measured = row.pop("_merge") == "both"
     rule, width = tolerance_for(row["quantity"], _number(row.get("published_seed_std")))
     ours, value = _number(row.get("ours")), float(row["published"])
-    difference = ours - value if ours is not None else math.nan
-    if not measured:
-        verdict = NOT_RUN
-    elif ours is None:
-        verdict = UNDEFINED
-    else:
-        verdict = WITHIN if abs(difference) <= width + 1e-9 else OUTSIDE
+    difference, verdict = verdict_for(ours, value, width) if measured else (math.nan, NOT_RUN)
     out = {
         **{k: row.get(k) for k in (*comparison.keys, *comparison.extra)},
         "paper": paper,
@@ -195,6 +189,14 @@ def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list
     }
     out["ablation"] = ablation_text(out, entries, verdict)
     return out
+
+
+def verdict_for(ours: float | None, published: float, width: float) -> tuple[float, str]:
+    """The difference ours − published and the verdict of a measured number (undefined without a value)."""
+    if ours is None:
+        return math.nan, UNDEFINED
+    difference = ours - published
+    return difference, WITHIN if abs(difference) <= width + 1e-9 else OUTSIDE
 
 
 def model_label(row: dict[str, Any], keys: tuple[str, ...]) -> str:

@@ -2,14 +2,20 @@
 the settings where gridlab, the papers and their code differ (`fidelity_settings.csv`), the tolerance
 rules, each grid's fidelity table (with its sensitivity break-out), and each study's wall time.
 
-    >>> text = fidelity_document([expanded, ...], command="gridlab fidelity grids/jain_wallace.yaml --out ...")
+    >>> document = fidelity_document([expanded, ...], "gridlab fidelity grids/jain_wallace.yaml --out ...",
+    ...                              NumberRecord.read(out), datetime.date.today())
+    >>> document.text, document.record           # the Markdown, and the record to keep beside it
 
-A grid without results still gets its rows, all "not run": the document says what is left to run as
-plainly as what has been reproduced. Nothing in it is written by hand; rerun the command after a launch.
+A number without rows here takes its value from the record of an earlier regeneration, marked with the date
+it was measured (`fidelity_record.py`); one that no run has measured reads "not run": the document says what
+is left to run as plainly as what has been reproduced. Nothing in it is written by hand; rerun the command
+after a launch.
 """
 
 from __future__ import annotations
 
+import datetime
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +24,7 @@ from gridlab.errors import GridlabError
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.report.ablations import Ablation, load_ablations
 from gridlab.report.fidelity import NOT_RUN, OUTSIDE, WITHIN, FidelityResult, fidelity, out_of_reach
+from gridlab.report.fidelity_record import NumberRecord
 from gridlab.report.fidelity_text import grid_markdown, tolerance_frame
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.published import PAPERS_WITHOUT_NUMBERS
@@ -84,36 +91,47 @@ def out_of_reach_markdown() -> str:
     )
 
 
-def wall_time_frame(grids: list[ExpandedGrid], times: list[WallTime]) -> pd.DataFrame:
+def wall_time_frame(grids: list[ExpandedGrid], times: list[tuple[WallTime, str | None]]) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "grid": [g.spec.name for g in grids],
+            "measured": [on or "here" for _, on in times],
             "cells": [len(g.cells) for g in grids],
-            "launches": [t.launches for t in times],
-            "unfinished launches": [t.unfinished for t in times],
-            "launch wall time": [duration(t.launch_seconds) if t.launches else "not recorded" for t in times],
-            "trials": [t.trials for t in times],
-            "epochs": [t.epochs for t in times],
-            "trial time (summed)": [duration(t.train_seconds) if t.trials else "–" for t in times],
+            "launches": [t.launches for t, _ in times],
+            "unfinished launches": [t.unfinished for t, _ in times],
+            "launch wall time": [duration(t.launch_seconds) if t.launches else "not recorded" for t, _ in times],
+            "trials": [t.trials for t, _ in times],
+            "epochs": [t.epochs for t, _ in times],
+            "trial time (summed)": [duration(t.train_seconds) if t.trials else "–" for t, _ in times],
         }
     )
+
+
+@dataclass(frozen=True)
+class FidelityDocument:
+    text: str  # docs/fidelity.md
+    record: NumberRecord  # the numbers it shows, to keep beside it for the next regeneration
 
 
 def fidelity_document(
     grids: list[ExpandedGrid],
     command: str,
+    record: NumberRecord,
+    today: datetime.date,
     settings: Path = SETTINGS_FILE,
     entries: list[Ablation] | None = None,
-) -> str:
+) -> FidelityDocument:
     entries = load_ablations() if entries is None else entries
-    results = [fidelity(ReportInputs.load(grid), entries) for grid in grids]
-    times = [wall_time(grid.workspace) for grid in grids]
+    results = [record.carry(fidelity(ReportInputs.load(grid), entries), entries) for grid in grids]
+    times = [record.wall_time(str(grid.file), wall_time(grid.workspace)) for grid in grids]
     parts = [
         "# Fidelity: gridlab against the papers",
         "",
         f"Generated from the runs by `{command}`; rerun it after a launch instead of editing this file. "
         "A number is reproduced when ours lies within its tolerance of the published one; where it does not, "
-        "the `ablation` column names the run that tests why, or says `no ablation yet`.",
+        "the `ablation` column names the run that tests why, or says `no ablation yet`. A number measured by "
+        "an earlier regeneration whose runs are not in this results folder is carried from the record beside "
+        "this file (fidelity.record.csv), and its note says when it was measured.",
         "",
         "## Summary",
         "",
@@ -132,8 +150,14 @@ def fidelity_document(
         markdown_table(tolerance_frame()),
         "",
     ]
-    for result, grid, spent in zip(results, grids, times):
-        parts += [grid_markdown(result, level=2, tolerances=False).rstrip(), "", f"Wall time: {spent.describe()}.", ""]
+    for result, grid, (spent, on) in zip(results, grids, times):
+        when = f" (measured {on}, in runs not in this results folder)" if on else ""
+        parts += [
+            grid_markdown(result, level=2, tolerances=False).rstrip(),
+            "",
+            f"Wall time: {spent.describe()}{when}.",
+            "",
+        ]
     parts += [
         "## Wall time",
         "",
@@ -145,4 +169,4 @@ def fidelity_document(
         "time when trials run side by side. Analysis shards are not timed one by one; their time is inside the "
         "launch's. Where these files live: gridlab/store/layout.py.",
     ]
-    return "\n".join(parts).rstrip() + "\n"
+    return FidelityDocument("\n".join(parts).rstrip() + "\n", record.updated(results, times, today))
