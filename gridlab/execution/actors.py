@@ -26,8 +26,8 @@ from ray.exceptions import RayActorError, RayError
 
 from gridlab.analyses.base import Analysis
 from gridlab.analyses.registry import BUILT_IN, IMPLEMENTATIONS
-from gridlab.execution.plan import ShardJob, not_implemented, plan_jobs
-from gridlab.execution.runner import ShardRunner
+from gridlab.execution.plan import ShardJob, check_shard_order, not_implemented, plan_jobs
+from gridlab.execution.runner import ShardOutcome, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
@@ -52,8 +52,8 @@ class AnalysisActor:
             Path(grid_results), Path(data_dir), Path(cache_dir), pick_device(device, gpus), IMPLEMENTATIONS | plugins
         )
 
-    def run(self, job: ShardJob) -> list[str]:
-        return [str(p) for p in self.runner.run(job)]
+    def run(self, job: ShardJob) -> ShardOutcome:
+        return self.runner.run(job)
 
 
 @dataclass
@@ -68,6 +68,7 @@ class AnalysisDispatcher:
     """A queue of shard jobs in front of a pool of `AnalysisActor`s; driven by `pump` (never blocks long)."""
 
     def __init__(self, grid: ExpandedGrid, emit: Callable[[str], None]):
+        check_shard_order(grid.workspace)
         self.grid = grid
         self.emit = emit
         self.report = AnalysisReport(not_implemented=not_implemented(grid))
@@ -122,8 +123,10 @@ class AnalysisDispatcher:
     def _finish(self, ref: ray.ObjectRef) -> None:
         actor, job = self._busy.pop(ref)
         self._done += 1
+        outcome = None
         try:
-            self.report.written += len(ray.get(ref))
+            outcome = ray.get(ref)
+            self.report.written += len(outcome.paths)
             self._idle.append(actor)
         except RayActorError as error:  # died more often than it may restart: give it up
             self._fail(job, error)
@@ -134,7 +137,7 @@ class AnalysisDispatcher:
         elapsed = int(time.monotonic() - self._started)
         self.emit(
             f"[{elapsed // 60:02d}:{elapsed % 60:02d}] analyses: {self._done}/{self._shards} shards, "
-            f"{self.report.written} parts written"
+            f"{self.report.written} parts written{shard_cost(job, outcome)}"
         )
 
     def _fail(self, job: ShardJob, error: Exception) -> None:
@@ -167,6 +170,18 @@ class AnalysisDispatcher:
     def _release(actors: list) -> None:
         for actor in actors:
             ray.kill(actor)
+
+
+def shard_cost(job: ShardJob, outcome: ShardOutcome | None) -> str:
+    """'; shard 2 of 1ae91328ef63: 256 instances in 41 s, padding efficiency 0.94, encoder pass 38%'."""
+    if outcome is None or outcome.padding_efficiency is None:
+        return ""
+    text = (
+        f"; shard {job.shard.index} of {job.cell_id}: {job.shard.stop - job.shard.start} instances in "
+        f"{outcome.seconds:.0f} s, padding efficiency {outcome.padding_efficiency:.2f}"
+    )
+    share = outcome.encoder_share
+    return text + (f", encoder pass {share:.0%}" if share is not None else "")
 
 
 def plugins() -> dict[str, type[Analysis]]:

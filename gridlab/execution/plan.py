@@ -1,7 +1,12 @@
 """What analysis work a grid has left: its trained models' test instances cut into shards (the first
-`instances` of the test split, in order, in runs of `shard_size`), and for each (cell, shard) the analyses
-whose Parquet part is not written yet. A shard is named by its index, so its part file is the same whoever
-runs it, and planning again after a crash finds exactly the parts that are missing.
+`instances` of the test split, shortest first, in runs of `shard_size`), and for each (cell, shard) the
+analyses whose Parquet part is not written yet. A shard is named by its index, so its part file is the same
+whoever runs it, and planning again after a crash finds exactly the parts that are missing.
+
+Shards are cut in length order (`batching.analysis_order`) so that every batch holds instances of similar
+length and the analyses do little padded work; the rows keep their test-set `instance_id`. A workspace whose
+parts an earlier gridlab cut in test-file order is refused (`check_shard_order`): mixing the two layouts
+would analyse some instances twice and others never.
 
     >>> jobs, existing = plan_jobs(expanded)                   # every trained cell
     >>> jobs, _ = plan_jobs(expanded, cell_ids={"1ae91328ef63"})  # one model that just finished training
@@ -14,18 +19,22 @@ from dataclasses import dataclass, field
 from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.analyses.seed_variance import seed_peers
 from gridlab.catalog.analyses import ANALYSES
+from gridlab.errors import GridlabError
 from gridlab.grid.expand import Cell, ExpandedGrid
+from gridlab.store.atomic import write_json
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
 
 SPLIT = "test"
+SHARD_ORDER = {"order": "length", "ties": "test-set position", "of": "the first `instances` rows of the test split"}
 
 
 @dataclass(frozen=True)
 class Shard:
     index: int
-    start: int  # first row of the test split (inclusive)
-    stop: int  # last row (exclusive)
+    start: int  # first position (inclusive) in the length order of the first `population` test rows
+    stop: int  # last position (exclusive)
+    population: int  # the test rows analysed in all: the first `instances` of the split
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,8 @@ class ShardJob:
 
 def plan_shards(test_rows: int, instances: int | None, shard_size: int) -> list[Shard]:
     total = test_rows if instances is None else min(instances, test_rows)
-    return [Shard(i, start, min(start + shard_size, total)) for i, start in enumerate(range(0, total, shard_size))]
+    starts = range(0, total, shard_size)
+    return [Shard(i, start, min(start + shard_size, total), total) for i, start in enumerate(starts)]
 
 
 def rows_in_test_split(workspace: GridWorkspace, cell_id: str) -> int:
@@ -84,7 +94,7 @@ def plan_jobs(
         per_instance = {a: p for a, p in analyses.items() if a not in per_model}
         units = [(shard, per_instance) for shard in plan_shards(rows, grid.spec.instances, grid.spec.shard_size)]
         if per_model:  # one unit over the whole test split, as shard 0
-            units.append((Shard(0, 0, rows), per_model))
+            units.append((Shard(0, 0, rows, rows), per_model))
         for shard, planned in units:
             missing = {a: p for a, p in planned.items() if not grid.workspace.part(a, cell.id, shard.index).exists()}
             existing += len(planned) - len(missing)
@@ -101,6 +111,22 @@ def plan_jobs(
                     )
                 )
     return jobs, existing
+
+
+def check_shard_order(workspace: GridWorkspace) -> None:
+    """Refuse parts cut in test-file order (written by gridlab before shards were cut by length)."""
+    if workspace.shard_order.is_file() or not any(workspace.analyses.glob("*/cell=*/part-*.parquet")):
+        return
+    raise GridlabError(
+        f"{workspace.analyses}: these parts were cut in test-file order by an earlier gridlab, and shards are now "
+        "cut in length order; move that folder aside (trained models are kept) and relaunch to redo the analyses"
+    )
+
+
+def mark_shard_order(workspace: GridWorkspace) -> None:
+    """Record, before the first part is written, how this workspace's shards are cut."""
+    if not workspace.shard_order.is_file():
+        write_json(workspace.shard_order, SHARD_ORDER)
 
 
 def not_implemented(grid: ExpandedGrid, only: list[str] | None = None) -> list[str]:

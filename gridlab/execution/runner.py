@@ -1,29 +1,34 @@
 """Running the analyses of one (cell, shard): pure torch and Arrow, no Ray (the actors wrap this).
 
     >>> runner = ShardRunner(grid_results, data_dir, cache_dir, torch.device("cpu"))
-    >>> runner.run(job)          # writes one Parquet part per analysis of the job that is not written yet
+    >>> outcome = runner.run(job)    # one Parquet part per analysis of the job that is not written yet
+    >>> outcome.paths, outcome.padding_efficiency, outcome.encoder_share
 
-A model and its dataset are loaded once per runner and cell. Each batch is encoded once (`forward_once`)
-and that pass is shared by every analysis of the shard (docs/analyses.md#conventions, "One shared pass").
+A model and its dataset are loaded once per runner and cell. A shard's instances are the positions
+[start, stop) of the length order of the analysed test rows (`plan`), so its batches pad little. Each batch
+is encoded once (`forward_once`) and that pass is shared by every analysis of the shard
+(docs/analyses.md#conventions, "One shared pass"); the outcome says what share of the shard's time it took.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import Analysis, AnalysisContext, Columns, GridAnalysis, InstanceAnalysis, ModelAnalysis
 from gridlab.analyses.common import forward_once
 from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.config.schema import CellConfig
-from gridlab.data.batching import iterate_batches
+from gridlab.data.batching import Batch, analysis_order, iterate_batches, sequence_lengths
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.errors import GridlabError
-from gridlab.execution.plan import SPLIT, ShardJob
+from gridlab.execution.plan import SPLIT, ShardJob, mark_shard_order
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
@@ -38,6 +43,34 @@ class LoadedCell:
     config: CellConfig
     data: PreparedDataset
     model: AttentionClassifier | Seq2Seq
+    orders: dict[int, np.ndarray] = field(default_factory=dict)  # population -> length order of its test rows
+
+    def shard_rows(self, start: int, stop: int, population: int) -> pa.Table:
+        """The test rows at positions [start, stop) of the length order of the first `population` rows."""
+        split = self.data.splits[SPLIT]
+        if population not in self.orders:
+            self.orders[population] = analysis_order(sequence_lengths(split.slice(0, population)))
+        return split.take(pa.array(self.orders[population][start:stop]))
+
+
+@dataclass(frozen=True)
+class ShardOutcome:
+    """What a shard wrote and what it cost: tokens that were real against the padded batches' size, and the
+    share of its time spent in the shared encoder pass."""
+
+    paths: list[Path]
+    real_tokens: int = 0  # tokens of the instances, <sos>/<eos> included
+    padded_tokens: int = 0  # batch size x longest instance, summed over batches
+    seconds: float = 0.0
+    encoder_seconds: float = 0.0  # the shared pass (this cell's and its seed peers')
+
+    @property
+    def padding_efficiency(self) -> float | None:
+        return self.real_tokens / self.padded_tokens if self.padded_tokens else None
+
+    @property
+    def encoder_share(self) -> float | None:
+        return self.encoder_seconds / self.seconds if self.seconds > 0 and self.padded_tokens else None
 
 
 class ShardRunner:
@@ -61,10 +94,12 @@ class ShardRunner:
         """The analyses of the job whose part is not written yet."""
         return [a for a in job.analyses if not self.workspace.part(a, job.cell_id, job.shard.index).exists()]
 
-    def run(self, job: ShardJob) -> list[Path]:
+    def run(self, job: ShardJob) -> ShardOutcome:
+        started = time.perf_counter()
         todo = self.missing(job)
         if not todo:
-            return []
+            return ShardOutcome([])
+        mark_shard_order(self.workspace)
         cell = self.load(job.cell_id)
         contexts = {
             a: AnalysisContext(
@@ -87,32 +122,25 @@ class ShardRunner:
         ]
         batched = {a: analysis for a, analysis in chosen.items() if not issubclass(analysis, ModelAnalysis)}
         if not batched:
-            return written
+            return ShardOutcome(written, seconds=time.perf_counter() - started)
         model = _classifier(job.cell_id, cell.model)
         peers = (
             [_classifier(peer, self.load(peer).model) for peer in job.peers]
             if any(issubclass(analysis, GridAnalysis) for analysis in batched.values())
             else []
         )
-        table = cell.data.splits[SPLIT].slice(job.shard.start, job.shard.stop - job.shard.start)
-        collected: dict[str, list[Columns]] = {a: [] for a in todo}
-        common: list[dict] = []
-        for batch in iterate_batches(table, job.batch_size, sentences=hasattr(model, "word_attention")):
-            batch = batch.to(self.device)
-            shared = forward_once(model, batch)
-            peer_passes = [forward_once(peer, batch) for peer in peers]
-            common.append(_common_arrays(shared))
-            for analysis_id, analysis in batched.items():
-                if issubclass(analysis, GridAnalysis):
-                    columns = analysis.run(contexts[analysis_id], shared, peer_passes, list(job.peers))
-                elif issubclass(analysis, InstanceAnalysis):
-                    columns = analysis.run(contexts[analysis_id], shared)
-                else:
-                    raise TypeError(f"{analysis.__name__} is not an instance, grid or model analysis")
-                collected[analysis_id].append(columns)
+        table = cell.shard_rows(job.shard.start, job.shard.stop, job.shard.population)
+        batches = iterate_batches(table, job.batch_size, sentences=hasattr(model, "word_attention"))
+        analysed = analyse_batches(batches, model, batched, contexts, peers, job.peers, self.device)
         for analysis_id, analysis in batched.items():
-            written.append(self._write(job, cell.config, analysis, common, collected[analysis_id]))
-        return written
+            written.append(self._write(job, cell.config, analysis, analysed.common, analysed.columns[analysis_id]))
+        return ShardOutcome(
+            written,
+            analysed.real_tokens,
+            analysed.padded_tokens,
+            time.perf_counter() - started,
+            analysed.encoder_seconds,
+        )
 
     def _run_model_level(
         self, job: ShardJob, cell: LoadedCell, analysis: type[ModelAnalysis], context: AnalysisContext
@@ -155,6 +183,56 @@ class ShardRunner:
             model.load_state_dict(torch.load(folder.checkpoint, map_location="cpu", weights_only=True))
             self._cells[cell_id] = LoadedCell(config, data, model.to(self.device).eval())
         return self._cells[cell_id]
+
+
+@dataclass
+class AnalysedBatches:
+    """The columns every analysis computed over a run of batches, the rows' common columns, and the cost."""
+
+    columns: dict[str, list[Columns]]  # analysis id -> one Columns per batch
+    common: list[dict[str, np.ndarray]] = field(default_factory=list)  # instance_id, length, ... per batch
+    real_tokens: int = 0
+    padded_tokens: int = 0
+    encoder_seconds: float = 0.0
+
+
+def analyse_batches(
+    batches: Iterable[Batch],
+    model: AttentionClassifier,
+    analyses: Mapping[str, type[Analysis]],
+    contexts: Mapping[str, AnalysisContext],
+    peers: list[AttentionClassifier],
+    peer_ids: tuple[str, ...],
+    device: torch.device,
+) -> AnalysedBatches:
+    """Every per-instance and grid analysis over the batches, each batch encoded once (this model's pass and
+    its seed peers') and that pass shared by all of them."""
+    out = AnalysedBatches({a: [] for a in analyses})
+    for batch in batches:
+        batch = batch.to(device)
+        out.real_tokens += int(batch.lengths.sum())
+        out.padded_tokens += batch.ids.numel()
+        encoding = _clock(device)
+        shared = forward_once(model, batch)
+        peer_passes = [forward_once(peer, batch) for peer in peers]
+        out.encoder_seconds += _clock(device) - encoding
+        out.common.append(_common_arrays(shared))
+        for analysis_id, analysis in analyses.items():
+            if issubclass(analysis, GridAnalysis):
+                columns = analysis.run(contexts[analysis_id], shared, peer_passes, list(peer_ids))
+            elif issubclass(analysis, InstanceAnalysis):
+                columns = analysis.run(contexts[analysis_id], shared)
+            else:
+                raise TypeError(f"{analysis.__name__} is not an instance, grid or model analysis")
+            out.columns[analysis_id].append(columns)
+    return out
+
+
+def _clock(device: torch.device) -> float:
+    """Seconds now, after the device's queued work (CUDA runs asynchronously; a bare timer would miss it)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
 
 
 def _classifier(cell_id: str, model: AttentionClassifier | Seq2Seq) -> AttentionClassifier:

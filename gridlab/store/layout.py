@@ -8,7 +8,9 @@ results_dir/                        Results: shared by every grid written there
         tune/launch-NNN/            one Ray Tune experiment per launch; <cell>/result.json per trial
         models/<cell id>/           a trained (or failed) cell: the files of CellFiles
         analyses/<analysis>/cell=<cell id>/part-NNNNN.parquet    one part per shard
+        analyses/shard-order.json   how shards cut the test instances (length order; parts without it: file order)
         summary.parquet             one row per cell and analysis
+        tracking/                   what MLflow is told, journaled first (journal.jsonl) and how much was sent
         report/, annotation/        where `gridlab report` and `gridlab annotate` write by default
 """
 
@@ -66,6 +68,14 @@ class GridWorkspace:
     @property
     def analyses(self) -> Path:
         return self.path / "analyses"
+
+    @property
+    def tracking(self) -> Path:
+        return self.path / "tracking"
+
+    @property
+    def shard_order(self) -> Path:
+        return self.analyses / "shard-order.json"
 
     def analysis(self, analysis_id: str) -> Path:
         """Every part of one analysis: `pandas.read_parquet` of this folder reads all its cells."""

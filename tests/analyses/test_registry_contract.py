@@ -103,7 +103,7 @@ def run_all(
     analyses = {a: FAST.get(a, {}) for a in PER_INSTANCE}
     for shard in plan_shards(INSTANCES, None, shard_size):
         runner.run(ShardJob("g", identifier, shard, analyses, batch_size, peers=(peer,)))
-    runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES), {a: FAST.get(a, {}) for a in PER_MODEL}))
+    runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES, INSTANCES), {a: FAST.get(a, {}) for a in PER_MODEL}))
     frames = {
         a: pd.read_parquet(out / "analyses" / a).sort_values("instance_id").reset_index(drop=True) for a in PER_INSTANCE
     }

@@ -75,5 +75,13 @@ def annotated_grid(tmp_path_factory: pytest.TempPathFactory) -> AnnotatedGrid:
     data, model = publish(expanded, learned)
     publish(expanded, cells[("uniform", 0)])
     runner = ShardRunner(expanded.results_dir, expanded.data_dir, expanded.results.cache, torch.device("cpu"))
-    runner.run(ShardJob("h", learned.id, Shard(0, 0, data.splits["test"].num_rows), {"token_scores": {}}, 8))
+    runner.run(
+        ShardJob(
+            "h",
+            learned.id,
+            Shard(0, 0, data.splits["test"].num_rows, data.splits["test"].num_rows),
+            {"token_scores": {}},
+            8,
+        )
+    )
     return AnnotatedGrid(path, expanded, learned, data, model)

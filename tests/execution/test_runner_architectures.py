@@ -52,8 +52,10 @@ def test_every_applicable_per_instance_analysis_runs(
     ]
     assert {"importance_correlation", "permutation", "erasure_multi"} <= set(applicable)
     runner = ShardRunner(root / "g", root, tmp_path / "cache", torch.device("cpu"))
-    written = runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES), {a: FAST.get(a, {}) for a in applicable}, 4))
-    assert len(written) == len(applicable)
+    outcome = runner.run(
+        ShardJob("g", identifier, Shard(0, 0, INSTANCES, INSTANCES), {a: FAST.get(a, {}) for a in applicable}, 4)
+    )
+    assert len(outcome.paths) == len(applicable)
     for analysis_id in applicable:
         rows = pd.read_parquet(root / "g" / "analyses" / analysis_id)
         assert list(rows.sort_values("instance_id")["instance_id"]) == list(range(INSTANCES)), analysis_id

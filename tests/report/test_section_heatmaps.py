@@ -60,7 +60,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, publish_model) -> SimpleName
         model.classifier.bias.sub_(model(next(iterate_batches(data.splits["test"], N))).mean(0))
     identifier = publish_model(grid_results / "models", config, data, model, test_accuracy=0.5)
     runner = ShardRunner(grid_results, data_dir, cache, torch.device("cpu"))
-    runner.run(ShardJob("g", identifier, Shard(0, 0, N), {"adversarial": ADVERSARIAL, "token_scores": {}}, 8))
+    runner.run(ShardJob("g", identifier, Shard(0, 0, N, N), {"adversarial": ADVERSARIAL, "token_scores": {}}, 8))
     return SimpleNamespace(
         results=results,
         grid_results=grid_results,

@@ -1,0 +1,215 @@
+"""End to end on real data: a whole J&W shard (gradient, leave-one-out and their Kendall tau, 100
+permutations, the k = 5 adversary) on SST and IMDB test instances, cut in test-file order (what gridlab did
+before shards were cut by length) against gridlab's length order; and one training epoch in shuffled
+against length-bucketed batches. Both sides of each ratio run in the same process, interleaved, on the same
+weights; the rows of the two orders are checked equal (1e-5) before any time is printed.
+
+    GRIDLAB_DATA=../shared/data python bench/shard.py                        # SST and IMDB, 1000 instances
+    python bench/shard.py --datasets imdb --instances 256 --repeats 1 --steps 100
+    python bench/analyses.py --end-to-end ...                                # the same, from the analyses bench
+
+Model: the J&W BiLSTM (embeddings 300, hidden 128 per direction, additive attention), untrained weights
+sharpened as in bench/analyses.py so that decisions flip. Training: J&W's settings (Adam 1e-3, amsgrad,
+batch 32), `--train-batches` batches of an epoch (all by default). Prints a table; it is a benchmark, not
+a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import torch
+
+from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.registry import IMPLEMENTATIONS
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
+from gridlab.data.batching import analysis_order, iterate_batches, sequence_lengths
+from gridlab.data.catalog import DATASETS
+from gridlab.data.prepare import PreparedDataset, load_dataset
+from gridlab.execution.runner import AnalysedBatches, analyse_batches
+from gridlab.grid.expand import resolve_data_dir
+from gridlab.models.classifier import AttentionClassifier
+from gridlab.models.factory import build_model
+from gridlab.training.loop import make_optimizer, train_epoch
+
+JW_SHARD = {"importance_correlation": {}, "permutation": {"n": 100}, "adversarial": {"k": 5, "steps": 500}}
+ORDERS = ("file", "length")
+
+
+@dataclass(frozen=True)
+class Setup:
+    dataset: str
+    config: CellConfig
+    data: PreparedDataset
+    model: AttentionClassifier
+
+
+def setup(dataset: str, data_dir: Path, cache: Path, device: torch.device) -> Setup:
+    config = CellConfig(
+        dataset=dataset,
+        encoder="lstm",
+        attention="additive",
+        model=ModelConfig(embedding_dim=300, hidden_size=128, attention_size=128),
+        train=TrainConfig(batch_size=32, lr=1e-3, amsgrad=True, weight_decay=1e-5, clip_norm=None),
+    )
+    config = config.model_copy(update={"data": config.data.resolve(DATASETS[dataset])})
+    data = load_dataset(dataset, data_dir, cache, config.data)
+    torch.manual_seed(0)
+    model = build_model(config, data)
+    with torch.no_grad():
+        model.attention.context.weight.mul_(10.0)
+        model.classifier.weight.mul_(30.0)
+    assert isinstance(model, AttentionClassifier)
+    return Setup(dataset, config, data, model.to(device).eval())
+
+
+def shard_table(data: PreparedDataset, instances: int, order: str) -> pa.Table:
+    """The first `instances` test rows, in file order or in gridlab's length order."""
+    rows = data.splits["test"].slice(0, instances)
+    return rows if order == "file" else rows.take(pa.array(analysis_order(sequence_lengths(rows))))
+
+
+def run_shard(run: Setup, table: pa.Table, analyses: dict[str, dict], device: torch.device) -> AnalysedBatches:
+    chosen = {a: IMPLEMENTATIONS[a] for a in analyses}
+    contexts = {
+        a: AnalysisContext("bench", run.model, device, chosen[a].info.params.model_validate(p))
+        for a, p in analyses.items()
+    }
+    return analyse_batches(iterate_batches(table, 32), run.model, chosen, contexts, [], (), device)
+
+
+def rows_of(analysed: AnalysedBatches, analysis_id: str) -> pd.DataFrame:
+    common = {k: np.concatenate([c[k] for c in analysed.common]) for k in analysed.common[0]}
+    specific = {
+        f.name: np.concatenate([b[f.name] for b in analysed.columns[analysis_id]]).tolist()
+        for f in IMPLEMENTATIONS[analysis_id].schema
+    }
+    return pd.DataFrame({**common, **specific}).sort_values("instance_id").reset_index(drop=True)
+
+
+def check_equal(first: AnalysedBatches, second: AnalysedBatches, analyses: dict[str, dict]) -> float:
+    """The largest difference between the two orders' rows over every numeric column (lists flattened)."""
+    worst = 0.0
+    for analysis_id in analyses:
+        a, b = rows_of(first, analysis_id), rows_of(second, analysis_id)
+        assert list(a["instance_id"]) == list(b["instance_id"])
+        for column in a.columns:
+            left, right = _numbers(a[column]), _numbers(b[column])
+            if left is None or right is None:
+                assert a[column].equals(b[column]), (analysis_id, column)
+                continue
+            assert left.shape == right.shape, (analysis_id, column)
+            both = ~(np.isnan(left) | np.isnan(right))
+            assert (np.isnan(left) == np.isnan(right)).all(), (analysis_id, column)
+            if both.any():
+                worst = max(worst, float(np.abs(left[both] - right[both]).max()))
+    return worst
+
+
+def _numbers(column: pd.Series) -> np.ndarray | None:
+    """A column's numbers flattened (list columns concatenated, nulls as NaN), or None for text."""
+    values = [v for v in column]
+    flat: list[float] = []
+    for value in values:
+        items = value if isinstance(value, (list, np.ndarray)) else [value]
+        for item in items:
+            if item is None:
+                flat.append(np.nan)
+            elif isinstance(item, (bool, np.bool_, int, float, np.integer, np.floating)):
+                flat.append(float(item))
+            else:
+                return None
+    return np.asarray(flat, dtype=float)
+
+
+def time_shards(run: Setup, instances: int, analyses: dict[str, dict], repeats: int, device) -> dict[str, object]:
+    tables = {order: shard_table(run.data, instances, order) for order in ORDERS}
+    seconds: dict[str, list[float]] = {order: [] for order in ORDERS}
+    results: dict[str, AnalysedBatches] = {}
+    for _ in range(repeats):
+        for order in ORDERS:  # interleaved: both orders see about the same load
+            started = time.perf_counter()
+            results[order] = run_shard(run, tables[order], analyses, device)
+            seconds[order].append(time.perf_counter() - started)
+    worst = check_equal(results["file"], results["length"], analyses)
+    efficiency = {o: results[o].real_tokens / results[o].padded_tokens for o in ORDERS}
+    encoder = {o: results[o].encoder_seconds / statistics.median(seconds[o]) for o in ORDERS}
+    return {
+        "seconds": {o: statistics.median(s) for o, s in seconds.items()},
+        "worst": worst,
+        "efficiency": efficiency,
+        "encoder": encoder,
+        "rounds": seconds,
+    }
+
+
+def time_epochs(run: Setup, batches: int | None, repeats: int, device: torch.device) -> dict[str, float]:
+    """Training tokens per second in shuffled and in bucketed batches (median of interleaved rounds)."""
+    table = run.data.splits["train"]
+    if batches is not None:
+        table = table.slice(0, batches * run.config.train.batch_size)
+    tokens = int(sequence_lengths(table).sum())
+    rates: dict[str, list[float]] = {"shuffled": [], "bucketed": []}
+    for _ in range(repeats):
+        for batching in rates:
+            train = run.config.train.model_copy(update={"batching": batching})
+            model = build_model(run.config, run.data).to(device)
+            optimizer = make_optimizer(model, train)
+            started = time.perf_counter()
+            train_epoch(model, table, train, optimizer, device, epoch_seed=0)
+            rates[batching].append(tokens / (time.perf_counter() - started))
+    return {k: statistics.median(v) for k, v in rates.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["sst", "imdb"])
+    parser.add_argument("--instances", type=int, default=1000, help="test instances per shard (the grid default)")
+    parser.add_argument("--steps", type=int, default=500, help="adversary steps (J&W: 500)")
+    parser.add_argument("--repeats", type=int, default=2, help="interleaved rounds; the table shows medians")
+    parser.add_argument("--train-batches", type=int, default=None, help="batches of the timed epoch (all)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--cache", type=Path, default=Path("runs/cache"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    analyses = {**JW_SHARD, "adversarial": {**JW_SHARD["adversarial"], "steps": args.steps}}
+    data_dir = resolve_data_dir(None)
+    print(
+        f"device {device}, torch threads {args.threads}, median of {args.repeats} interleaved rounds; "
+        f"J&W shard: {', '.join(analyses)} (adversary {args.steps} steps)"
+    )
+    print(
+        f"{'row':34} {'file order':>12} {'length order':>13} {'speed-up':>9} {'padding eff.':>14} "
+        f"{'encoder share':>14} {'max |diff|':>11}"
+    )
+    for dataset in args.datasets:
+        run = setup(dataset, data_dir, args.cache, device)
+        n = min(args.instances, run.data.splits["test"].num_rows)
+        shard = time_shards(run, n, analyses, args.repeats, device)
+        s, e, c = shard["seconds"], shard["efficiency"], shard["encoder"]
+        print(
+            f"{f'J&W shard, {dataset}, {n} instances':34} {n / s['file']:>8.1f}/s {n / s['length']:>9.1f}/s "
+            f"{s['file'] / s['length']:>8.2f}x {e['file']:>6.2f} → {e['length']:.2f} "
+            f"{c['file']:>6.0%} → {c['length']:.0%} {shard['worst']:>11.1e}",
+            flush=True,
+        )
+        rates = time_epochs(run, args.train_batches, args.repeats, device)
+        label = f"training epoch, {dataset} (tokens/s)"
+        print(
+            f"{label:34} {rates['shuffled']:>10.0f} {rates['bucketed']:>13.0f} "
+            f"{rates['bucketed'] / rates['shuffled']:>8.2f}x   (shuffled → bucketed batches)",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
