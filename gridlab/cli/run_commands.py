@@ -1,5 +1,5 @@
-"""`gridlab launch`, `analyze` and `status`: train a grid's cells and run its analyses on Ray, and see where
-each cell stands."""
+"""`gridlab launch`, `analyze`, `status` and `track`: train a grid's cells and run its analyses on Ray, see
+where each cell stands, and send MLflow what a tracking outage held back."""
 
 from __future__ import annotations
 
@@ -71,11 +71,30 @@ def analyze(
         ray_session(address if address is not None else expanded.spec.ray.address),
     ):
         report = run_analyses(expanded, emit=echo, only=analysis or None)
-        summarize(expanded, tracker_for(expanded), echo)
+        tracker = tracker_for(expanded)
+        summarize(expanded, tracker, echo)
+        waiting = tracker.deliver()
     echo(f"analyses: {report.written} parts written, {report.skipped} already there")
+    if waiting:
+        echo(f"tracking: {counted(waiting, 'record')} not sent yet; `gridlab track {grid}` sends them")
     for shard in report.failed:
         echo(f"analysis failed: {shard}")
     if report.failed:
+        raise typer.Exit(1)
+
+
+@user_errors
+def track(grid: GridArg) -> None:
+    """Send the grid's tracking server every record a launch could not send (it was down or unreachable)."""
+    from gridlab.execution.launch import tracker_for
+
+    expanded = load(grid, check_data=False)  # the journal and the server are all it needs
+    with exclusive(expanded.workspace, "track"):
+        tracker = tracker_for(expanded)
+        before = tracker.journal.backlog()
+        waiting = tracker.deliver()
+    echo(f"tracking: {counted(before - waiting, 'record')} sent to {tracker.tracking_uri}, {waiting} waiting")
+    if waiting:
         raise typer.Exit(1)
 
 

@@ -39,6 +39,7 @@ from gridlab.store.layout import LAUNCH_MARKER
 from gridlab.store.lock import exclusive
 from gridlab.store.models import ModelStore
 from gridlab.text import counted
+from gridlab.tracking.journal import TrackingJournal
 from gridlab.tracking.runs import Tracker
 
 
@@ -56,7 +57,7 @@ def tracking_uri(grid: ExpandedGrid) -> str:
 
 def tracker_for(grid: ExpandedGrid) -> Tracker:
     artifact_root = None if grid.spec.tracking_uri else grid.results.artifacts
-    return Tracker(tracking_uri(grid), grid.spec.name, artifact_root)
+    return Tracker(tracking_uri(grid), grid.spec.name, TrackingJournal(grid.workspace.tracking), artifact_root)
 
 
 def cells_to_train(grid: ExpandedGrid, force: list[str]) -> list[Cell]:
@@ -107,17 +108,22 @@ def _log_launch(grid: ExpandedGrid, line: dict) -> None:
 def _launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None]) -> LaunchReport:
     pending = cells_to_train(grid, force)
     _drop_stale_rows(grid, force, emit)
+    tracker = tracker_for(grid)
+    tracker.deliver()  # what an earlier launch could not send goes first
     with ray_session(address if address is not None else grid.spec.ray.address):
         dispatcher = AnalysisDispatcher(grid, emit) if grid.analyses else None
         try:
-            report = _train(grid, pending, force, emit, dispatcher)
+            report = _train(grid, pending, force, emit, dispatcher, tracker)
             if dispatcher is not None:
                 analyses = run_analyses(grid, emit, dispatcher=dispatcher)
-                summarize(grid, tracker_for(grid), emit)
+                summarize(grid, tracker, emit)
                 report = dataclasses.replace(report, analyses=analyses)
         finally:
             if dispatcher is not None:
                 dispatcher.close()
+    waiting = tracker.deliver()
+    if waiting:
+        emit(f"tracking: {counted(waiting, 'record')} not sent yet; `gridlab track {grid.file}` sends them")
     return report
 
 
@@ -158,6 +164,7 @@ def _train(
     force: list[str],
     emit: Callable[[str], None],
     dispatcher: AnalysisDispatcher | None,
+    tracker: Tracker,
 ) -> LaunchReport:
     if not pending:
         emit(f"nothing to train: all {counted(len(grid.cells), 'cell')} of {grid.spec.name} are trained")
@@ -167,7 +174,6 @@ def _train(
         f"results in {grid.results_dir}/, MLflow at {tracking_uri(grid)}"
     )
     grid.results_dir.mkdir(parents=True, exist_ok=True)
-    tracker = tracker_for(grid)
     store = ModelStore(grid.workspace.models)
     for experiment in _unfinished(grid):
         emit(f"resuming the interrupted launch {experiment.name}")
@@ -176,7 +182,8 @@ def _train(
         ).fit()
         marker = _mark_finished(experiment)
         states = [store.cell(c).state() for c in marker["cells"]]
-        tracker.end_launch(marker["parent_run"], states.count("trained"), states.count("failed"))
+        if "launch_key" in marker:  # markers of an earlier gridlab named an MLflow run, not a tracker key
+            tracker.end_launch(marker["launch_key"], states.count("trained"), states.count("failed"))
     remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
     for cell_id in force:
         tracker.supersede(cell_id)
@@ -243,7 +250,7 @@ def _run(
         ),
     )
     experiment.mkdir(parents=True, exist_ok=True)
-    _write_marker(experiment, {"finished": False, "cells": [c.id for c in cells], "parent_run": parent})
+    _write_marker(experiment, {"finished": False, "cells": [c.id for c in cells], "launch_key": parent})
     tuner.fit()
     _stop_if_interrupted(grid, [c.id for c in cells])
     _mark_finished(experiment)

@@ -28,7 +28,7 @@ class GridProgress(tune.Callback):
         grid: str,
         models: Path,
         tracker: Tracker,
-        parent_run: str,
+        launch_key: str,
         cells: dict[str, dict[str, Any]],
         already_trained: int,
         emit: Callable[[str], None],
@@ -36,12 +36,12 @@ class GridProgress(tune.Callback):
         self.grid = grid
         self.models = models  # GridWorkspace.models: where finished trials are published
         self.tracker = tracker
-        self.parent_run = parent_run
+        self.launch_key = launch_key  # the tracker's key of this launch
         self.cells = cells  # cell id -> resolved config (JSON)
         self.already_trained = already_trained
         self.emit = emit
         self.status = {cell_id: "pending" for cell_id in cells}
-        self.runs: dict[str, str] = {}
+        self.opened: set[str] = set()  # cells whose tracking run this launch has opened
         self.started = time.monotonic()
 
     def __setstate__(self, state: dict) -> None:  # a restored experiment counts time from its restart
@@ -51,7 +51,7 @@ class GridProgress(tune.Callback):
     # Tune hooks ------------------------------------------------------------------------------------
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         cell_id = cell_id_of(trial)
-        self.runs[cell_id] = self._run_for(cell_id)
+        self._open(cell_id)
         self._set(cell_id, "running", "started")
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
@@ -59,7 +59,8 @@ class GridProgress(tune.Callback):
         if result.get("final") or result.get("failed") or "epoch" not in result:
             return
         metrics = {k: v for k, v in result.items() if k in ("train_loss",) or k.startswith("dev_")}
-        self.tracker.log_epoch(self._run_for(cell_id), int(result["epoch"]), metrics)
+        self._open(cell_id)
+        self.tracker.log_epoch(cell_id, int(result["epoch"]), metrics)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         cell_id = cell_id_of(trial)
@@ -74,7 +75,7 @@ class GridProgress(tune.Callback):
             for k, v in result.items()
             if k.startswith(("test_", "best_")) or k in ("epochs_trained", "resumed_from_epoch")
         }
-        self.tracker.finish_cell(self._run_for(cell_id), final, published)
+        self.tracker.finish_cell(cell_id, final, published)
         summary = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k.startswith("test_"))
         self._set(cell_id, "trained", f"{summary} (best epoch {result.get('best_epoch')})")
 
@@ -92,14 +93,13 @@ class GridProgress(tune.Callback):
             "pending": values.count("pending"),
         }
 
-    def _run_for(self, cell_id: str) -> str:
-        if cell_id not in self.runs:
+    def _open(self, cell_id: str) -> None:
+        """The cell's tracking run, opened (created, or marked running again) once per launch."""
+        if cell_id not in self.opened:
             config = self.cells[cell_id]
             tags = {"grid": self.grid, **{k: str(config[k]) for k in TAG_KEYS}}
-            self.runs[cell_id] = self.tracker.cell_run(
-                cell_id, {"cell_id": cell_id, **flatten(config)}, tags, self.parent_run
-            )
-        return self.runs[cell_id]
+            self.tracker.cell_run(cell_id, {"cell_id": cell_id, **flatten(config)}, tags, self.launch_key)
+            self.opened.add(cell_id)
 
     def _publish(self, cell_id: str, folder: Path) -> Path:
         store = ModelStore(self.models)
@@ -109,12 +109,14 @@ class GridProgress(tune.Callback):
                 shutil.copyfile(folder / name, staged / name)
             return store.publish(cell_id, staged, {CellFiles.TRACKING: self._tracking(cell_id)}).path
 
-    def _tracking(self, cell_id: str) -> dict[str, str]:
-        return {"mlflow_run_id": self._run_for(cell_id), "tracking_uri": self.tracker.tracking_uri}
+    def _tracking(self, cell_id: str) -> dict[str, str | None]:
+        """The cell's MLflow run id (None while the tracking server has not taken its records)."""
+        self._open(cell_id)
+        return {"mlflow_run_id": self.tracker.run_id(cell_id), "tracking_uri": self.tracker.tracking_uri}
 
     def _fail(self, cell_id: str, reason: str) -> None:
         ModelStore(self.models).write_failure(cell_id, reason, self.cells[cell_id], self._tracking(cell_id))
-        self.tracker.fail_cell(self._run_for(cell_id), reason)
+        self.tracker.fail_cell(cell_id, reason)
         self._set(cell_id, "failed", reason)
 
     def _set(self, cell_id: str, status: str, detail: str) -> None:

@@ -61,18 +61,17 @@ def write_summary(grid: ExpandedGrid) -> pd.DataFrame:
 
 
 def log_summaries(grid: ExpandedGrid, frame: pd.DataFrame, tracker) -> int:
-    """Log each cell's summary as metrics on its MLflow run; returns how many runs were updated."""
+    """Log each trained cell's summary as metrics on its MLflow run; returns how many cells were logged."""
     store = ModelStore(grid.workspace.models)
     updated = 0
     for record in frame.to_dict("records"):
-        run_id = store.cell(record["cell_id"]).mlflow_run_id()
-        if run_id is None:
+        if store.cell(record["cell_id"]).state() != "trained":
             continue
         metrics = {
             k: float(v)
             for k, v in record.items()
             if "." in k and isinstance(v, (int, float)) and not math.isnan(float(v))
         }
-        tracker.log_epoch(run_id, 0, metrics)
+        tracker.log_epoch(record["cell_id"], 0, metrics)
         updated += 1
     return updated

@@ -1,51 +1,247 @@
-"""MLflow runs of a grid: one experiment per grid, one parent run per launch, one child run per cell.
+"""MLflow runs of a grid: one experiment per grid, one parent run per launch, one child run per cell; every
+record written to the grid's tracking journal first and sent from there, so that a tracking server that is
+down or slow costs a warning line, never the grid.
 
-    >>> tracker = Tracker("sqlite:///runs/mlflow.db", "quick", artifact_root=Path("runs/mlartifacts"))
-    >>> parent = tracker.start_launch(pending=4)
-    >>> run_id = tracker.cell_run(cell_id, flat_config, tags, parent)
-    >>> tracker.log_epoch(run_id, 1, {"dev_accuracy": 0.8})
-    >>> tracker.finish_cell(run_id, {"test_accuracy": 0.81}, folder)
+    >>> tracker = Tracker("sqlite:///runs/mlflow.db", "quick", TrackingJournal(workspace.tracking))
+    >>> launch = tracker.start_launch(pending=4)            # a launch key; its MLflow run is made on sending
+    >>> tracker.cell_run(cell_id, flat_config, tags, launch)
+    >>> tracker.log_epoch(cell_id, 1, {"dev_accuracy": 0.8})
+    >>> tracker.finish_cell(cell_id, {"test_accuracy": 0.81}, folder)
+    >>> tracker.deliver()                                    # records still unsent (0 once the server took all)
 
 Every resolved config key is a param (`params.encoder`, `params.train.lr`) and the axes are tags, so runs
 filter in the UI and in `mlflow.search_runs`, e.g. `params.encoder = 'lstm' and metrics.test_accuracy > 0.8`.
 A cell has exactly one run however often it is launched: a relaunch finds it by its `cell_id` tag and
-continues it. The client is created lazily and not pickled, so a Tune callback holding a Tracker can be
-saved with the experiment and restored after a driver crash.
+continues it. Records name cells and launches, not MLflow run ids, so they can be written while the server
+is unreachable and sent later (`gridlab track`); a metric keeps the time it was measured, not sent.
+
+A server that fails is tried again at most every `RETRY_SECONDS`, with short HTTP timeouts and few retries
+(`HTTP_SETTINGS`, each overridable by its environment variable). The client is created lazily and not
+pickled, so a Tune callback holding a Tracker can be saved with the experiment and restored after a crash.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gridlab.store.layout import CellFiles
+from gridlab.tracking.journal import TrackingJournal
 
 KIND_TAG = "gridlab.kind"
+LAUNCH_KEY_TAG = "gridlab.launch_key"
 EXPERIMENT_KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # MLflow 3's UI
 BATCH = 100  # MLflow's log_batch limit on params per call
+RETRY_SECONDS = 60.0
+# MLflow's defaults wait minutes on a dead server (7 retries, 120 s timeout); a record can wait on disk instead
+HTTP_SETTINGS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+}
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 class Tracker:
-    def __init__(self, tracking_uri: str, experiment: str, artifact_root: Path | None = None):
+    def __init__(
+        self,
+        tracking_uri: str,
+        experiment: str,
+        journal: TrackingJournal,
+        artifact_root: Path | None = None,
+        warn: Callable[[str], None] = _stderr,
+    ):
         self.tracking_uri = tracking_uri
         self.experiment = experiment
+        self.journal = journal
         self.artifact_root = artifact_root
+        self.warn = warn
         self._client = None
         self._experiment_id: str | None = None
+        self._runs: dict[str, str] = {}  # cell id or launch key -> MLflow run id, as sent
+        self._failed_at: float | None = None  # when sending last failed (monotonic); None while it works
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_client": None}
+        return {**self.__dict__, "_client": None, "_failed_at": None}
 
+    # Records: written to the journal, then sent ----------------------------------------------------------
+    def start_launch(self, pending: int) -> str:
+        key = uuid.uuid4().hex[:12]
+        self._record(op="launch", key=key, pending=pending, name=f"launch {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        return key
+
+    def end_launch(self, key: str, trained: int, failed: int) -> None:
+        self._record(op="end_launch", key=key, trained=trained, failed=failed)
+
+    def supersede(self, cell_id: str) -> None:
+        """The cell is retrained (`--force`): its old run is kept, tagged `superseded`, and the retrain gets a
+        run of its own, so the two trainings' metrics never mix."""
+        self._record(op="supersede", cell_id=cell_id, at=time.strftime("%Y-%m-%d %H:%M:%S"))
+
+    def cell_run(self, cell_id: str, params: dict[str, Any], tags: dict[str, str], launch: str) -> None:
+        """The cell's run: created with its params and tags when first sent, marked running again on reuse."""
+        self._record(
+            op="cell", cell_id=cell_id, params={k: str(v) for k, v in params.items()}, tags=tags, launch=launch
+        )
+
+    def log_epoch(self, cell_id: str, step: int, metrics: dict[str, float]) -> None:
+        self._record(op="metrics", cell_id=cell_id, step=step, metrics=metrics, at=int(time.time() * 1000))
+
+    def finish_cell(self, cell_id: str, metrics: dict[str, float], folder: Path) -> None:
+        """The final (test) metrics, logged at the epoch whose weights they measure, and the cell's files."""
+        self.log_epoch(cell_id, int(metrics.get("best_epoch", 0)), metrics)
+        self._record(op="finish", cell_id=cell_id, folder=str(folder))
+
+    def fail_cell(self, cell_id: str, reason: str) -> None:
+        self._record(op="fail", cell_id=cell_id, reason=reason[:5000])
+
+    def run_id(self, cell_id: str) -> str | None:
+        """The cell's MLflow run id once its run was sent, else None."""
+        return self._runs.get(cell_id)
+
+    def _record(self, **record: Any) -> None:
+        self.journal.append(record)
+        self._send_unsent(retry=False)
+
+    # Sending ------------------------------------------------------------------------------------------------
+    def deliver(self) -> int:
+        """Send every unsent record now, in order; returns how many still wait (0 once the server took all)."""
+        self._send_unsent(retry=True)
+        return self.journal.backlog()
+
+    def _send_unsent(self, retry: bool) -> None:
+        """Send the journal's unsent records in order. After a failure, sending is tried again only
+        `RETRY_SECONDS` later (or on `retry`), so a dead server costs no time per record. A record that can
+        never be sent (it names a run that no record created) is skipped with a warning, not retried."""
+        if self._failed_at is not None and not retry and time.monotonic() - self._failed_at < RETRY_SECONDS:
+            return
+        try:
+            for index, record in self.journal.unsent():
+                try:
+                    self._send(record)
+                except LookupError as error:
+                    self.warn(f"tracking: record {index + 1} of {self.journal.records} skipped: {error}")
+                self.journal.mark_sent(index + 1)
+        except Exception as error:  # noqa: BLE001  whatever the server or its client raise, the grid goes on
+            if self._failed_at is None:
+                self.warn(
+                    f"tracking: {self.tracking_uri} failed ({_last_line(error)}); the grid goes on, its records "
+                    f"wait in {self.journal.records} and `gridlab track` sends them"
+                )
+            self._failed_at = time.monotonic()
+            return
+        if self._failed_at is not None:
+            self.warn(f"tracking: {self.tracking_uri} is back; every record waiting was sent")
+            self._failed_at = None
+
+    def _send(self, record: dict[str, Any]) -> None:
+        op = record["op"]
+        if op == "launch":
+            self._send_launch(record)
+        elif op == "end_launch":
+            run = self._launch_run(record["key"])
+            self.client.log_metric(run, "cells_trained", record["trained"])
+            self.client.log_metric(run, "cells_failed", record["failed"])
+            self.client.set_terminated(run, "FAILED" if record["failed"] else "FINISHED")
+        elif op == "supersede":
+            old = self.find_cell_run(record["cell_id"])
+            if old is not None:
+                self.client.set_tag(old, KIND_TAG, "superseded")
+                self.client.set_tag(old, "superseded_at", record["at"])
+            self._runs.pop(record["cell_id"], None)
+        elif op == "cell":
+            self._runs[record["cell_id"]] = self._send_cell(record)
+        elif op == "metrics":
+            from mlflow.entities import Metric
+
+            metrics = [Metric(k, float(v), record["at"], record["step"]) for k, v in record["metrics"].items()]
+            self.client.log_batch(self._cell_run(record["cell_id"]), metrics=metrics)
+        elif op == "finish":
+            run, folder = self._cell_run(record["cell_id"]), Path(record["folder"])
+            for name in (CellFiles.CONFIG, CellFiles.METRICS, CellFiles.HISTORY, CellFiles.DATA):
+                if (folder / name).is_file():
+                    self.client.log_artifact(run, str(folder / name))
+            self.client.set_terminated(run, "FINISHED")
+        elif op == "fail":
+            run = self._cell_run(record["cell_id"])
+            self.client.set_tag(run, "failure_reason", record["reason"])
+            self.client.set_terminated(run, "FAILED")
+        else:
+            raise ValueError(f"{self.journal.records}: unknown record {op!r}")
+
+    def _send_launch(self, record: dict[str, Any]) -> None:
+        if self._find_launch(record["key"]) is None:
+            run = self.client.create_run(
+                self.experiment_id,
+                run_name=record["name"],
+                tags={KIND_TAG: "launch", "grid": self.experiment, LAUNCH_KEY_TAG: record["key"]},
+            ).info.run_id
+            self.client.log_metric(run, "cells_pending", record["pending"])
+            self._runs[record["key"]] = run
+
+    def _send_cell(self, record: dict[str, Any]) -> str:
+        from mlflow.entities import Param, RunStatus
+
+        cell_id, tags = record["cell_id"], record["tags"]
+        existing = self.find_cell_run(cell_id)
+        if existing is not None:
+            self.client.update_run(existing, status=RunStatus.to_string(RunStatus.RUNNING))
+            return existing
+        parent = self._launch_run(record["launch"])
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name=f"{tags.get('dataset')}-{tags.get('encoder')}-{tags.get('attention')}-{cell_id[:6]}",
+            # the launch as a tag too: a UI filter hides runs nested under a parent, a tag filter finds them
+            tags={**tags, "cell_id": cell_id, KIND_TAG: "cell", "mlflow.parentRunId": parent, "launch": parent},
+        ).info.run_id
+        items = [Param(k, v) for k, v in sorted(record["params"].items())]
+        for start in range(0, len(items), BATCH):
+            self.client.log_batch(run, params=items[start : start + BATCH])
+        return run
+
+    def _cell_run(self, cell_id: str) -> str:
+        if cell_id not in self._runs:
+            found = self.find_cell_run(cell_id)
+            if found is None:
+                raise LookupError(f"no MLflow run for cell {cell_id} (its 'cell' record was not sent)")
+            self._runs[cell_id] = found
+        return self._runs[cell_id]
+
+    def _launch_run(self, key: str) -> str:
+        found = self._find_launch(key)
+        if found is None:
+            raise LookupError(f"no MLflow run for launch {key} (its 'launch' record was not sent)")
+        return found
+
+    def _find_launch(self, key: str) -> str | None:
+        if key not in self._runs:
+            runs = self.client.search_runs([self.experiment_id], f"tags.`{LAUNCH_KEY_TAG}` = '{key}'", max_results=1)
+            if not runs:
+                return None
+            self._runs[key] = runs[0].info.run_id
+        return self._runs[key]
+
+    # The MLflow side ----------------------------------------------------------------------------------------
     @property
     def client(self):
         if self._client is None:
             os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+            if self.tracking_uri.startswith(("http://", "https://")):
+                for name, value in HTTP_SETTINGS.items():
+                    os.environ.setdefault(name, value)
             from mlflow.tracking import MlflowClient
 
-            logging.getLogger("mlflow").setLevel(logging.WARNING)  # after import: mlflow sets its own level
+            logging.getLogger("mlflow").setLevel(logging.ERROR)  # after import: mlflow sets its own level
+            logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings: one line of ours instead
 
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
         return self._client
@@ -55,28 +251,15 @@ class Tracker:
         if self._experiment_id is None:
             found = self.client.get_experiment_by_name(self.experiment)
             if found is not None:
-                self._experiment_id = found.experiment_id
+                experiment_id = found.experiment_id
             else:
                 location = (self.artifact_root / self.experiment).resolve().as_uri() if self.artifact_root else None
-                self._experiment_id = self.client.create_experiment(self.experiment, artifact_location=location)
+                experiment_id = self.client.create_experiment(self.experiment, artifact_location=location)
             if (found.tags if found is not None else {}).get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING:
                 # the UI opens it as model training, not in its GenAI view
-                self.client.set_experiment_tag(self._experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING)
+                self.client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING)
+            self._experiment_id = experiment_id
         return self._experiment_id
-
-    def start_launch(self, pending: int) -> str:
-        run = self.client.create_run(
-            self.experiment_id,
-            run_name=f"launch {time.strftime('%Y-%m-%d %H:%M:%S')}",
-            tags={KIND_TAG: "launch", "grid": self.experiment},
-        )
-        self.client.log_metric(run.info.run_id, "cells_pending", pending)
-        return run.info.run_id
-
-    def end_launch(self, run_id: str, trained: int, failed: int) -> None:
-        self.client.log_metric(run_id, "cells_trained", trained)
-        self.client.log_metric(run_id, "cells_failed", failed)
-        self.client.set_terminated(run_id, "FAILED" if failed else "FINISHED")
 
     def find_cell_run(self, cell_id: str) -> str | None:
         runs = self.client.search_runs(
@@ -84,56 +267,10 @@ class Tracker:
         )
         return runs[0].info.run_id if runs else None
 
-    def supersede(self, cell_id: str) -> None:
-        """The cell is retrained (`--force`): its old run is kept, tagged `superseded`, and the retrain gets a
-        run of its own, so the two trainings' metrics never mix."""
-        old = self.find_cell_run(cell_id)
-        if old is not None:
-            self.client.set_tag(old, KIND_TAG, "superseded")
-            self.client.set_tag(old, "superseded_at", time.strftime("%Y-%m-%d %H:%M:%S"))
 
-    def cell_run(self, cell_id: str, params: dict[str, Any], tags: dict[str, str], parent_run_id: str) -> str:
-        """The cell's run, created with its params and tags on first use, marked running again on reuse."""
-        from mlflow.entities import Param, RunStatus
-
-        existing = self.find_cell_run(cell_id)
-        if existing is not None:
-            self.client.update_run(existing, status=RunStatus.to_string(RunStatus.RUNNING))
-            return existing
-        run = self.client.create_run(
-            self.experiment_id,
-            run_name=f"{tags.get('dataset')}-{tags.get('encoder')}-{tags.get('attention')}-{cell_id[:6]}",
-            # the launch as a tag too: a UI filter hides runs nested under a parent, a tag filter finds them
-            tags={
-                **tags,
-                "cell_id": cell_id,
-                KIND_TAG: "cell",
-                "mlflow.parentRunId": parent_run_id,
-                "launch": parent_run_id,
-            },
-        )
-        items = [Param(k, str(v)) for k, v in sorted(params.items())]
-        for start in range(0, len(items), BATCH):
-            self.client.log_batch(run.info.run_id, params=items[start : start + BATCH])
-        return run.info.run_id
-
-    def log_epoch(self, run_id: str, epoch: int, metrics: dict[str, float]) -> None:
-        from mlflow.entities import Metric
-
-        now = int(time.time() * 1000)
-        self.client.log_batch(run_id, metrics=[Metric(k, float(v), now, epoch) for k, v in metrics.items()])
-
-    def finish_cell(self, run_id: str, metrics: dict[str, float], folder: Path) -> None:
-        """The final (test) metrics, logged at the epoch whose weights they measure, and the cell's files."""
-        self.log_epoch(run_id, int(metrics.get("best_epoch", 0)), metrics)
-        for name in (CellFiles.CONFIG, CellFiles.METRICS, CellFiles.HISTORY, CellFiles.DATA):
-            if (folder / name).is_file():
-                self.client.log_artifact(run_id, str(folder / name))
-        self.client.set_terminated(run_id, "FINISHED")
-
-    def fail_cell(self, run_id: str, reason: str) -> None:
-        self.client.set_tag(run_id, "failure_reason", reason[:5000])
-        self.client.set_terminated(run_id, "FAILED")
+def _last_line(error: Exception) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1][:300] if lines else type(error).__name__
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
