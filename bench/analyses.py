@@ -6,6 +6,7 @@ inputs, beside the original code's figures measured on the same 2-core machine.
     python bench/analyses.py                                   # CPU, lstm, every row, both lengths
     python bench/analyses.py --encoder cnn --only leave_one_out
     python bench/analyses.py --device cuda --lengths 180 --only permutation adversarial
+    python bench/analyses.py --end-to-end --datasets imdb    # a whole J&W shard on real data (bench/shard.py)
 
 Rows: every per-instance analysis, plus its building blocks measured alone: `gradient` and `leave_one_out`
 (the two halves of `importance_correlation`, J&W §4.1), and `adversarial` both at equal steps (early
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -183,6 +185,11 @@ def _first(shared: SharedPass, n: int) -> SharedPass:
 
 
 def main() -> None:
+    if "--end-to-end" in sys.argv[1:]:  # the end-to-end rows: real data, file against length order
+        from shard import main as end_to_end  # bench/shard.py, beside this file
+
+        end_to_end([a for a in sys.argv[1:] if a != "--end-to-end"])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--lengths", type=int, nargs="+", default=[20, 180])

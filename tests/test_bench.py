@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +35,17 @@ def test_bench_measures_the_importance_halves_alone(encoder):
     assert all(float(row[2]) > 0 and float(row[3]) > 0 and row[4].endswith("x") for row in rows)
     # the original figures are the BiLSTM's: the ratio against them is shown for lstm only
     assert all((row[5] != "-") == (encoder == "lstm") for row in rows)
+
+
+def test_the_end_to_end_rows_run_both_orders_on_real_data(data_dir: Path, tmp_path: Path):
+    command = [sys.executable, str(REPO / "bench" / "analyses.py"), "--end-to-end", "--datasets", "sst"]
+    command += ["--instances", "40", "--steps", "5", "--repeats", "1", "--train-batches", "3", "--threads", "1"]
+    command += ["--cache", str(tmp_path / "cache")]
+    environment = {**os.environ, "GRIDLAB_DATA": str(data_dir)}
+    output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600, env=environment).stdout
+    shard = next(line for line in output.splitlines() if line.startswith("J&W shard, sst, 40 instances"))
+    file_rate, length_rate = (float(x) for x in re.findall(r"([\d.]+)/s", shard))
+    assert file_rate > 0 and length_rate > 0
+    before, after = (float(x) for x in re.search(r"([\d.]+) → ([\d.]+)", shard).groups())
+    assert 0 < before <= after <= 1  # length order never pads more than file order
+    assert any(line.startswith("training epoch, sst") for line in output.splitlines())
