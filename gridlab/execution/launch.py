@@ -182,8 +182,8 @@ def _train(
         ).fit()
         marker = _mark_finished(experiment)
         states = [store.cell(c).state() for c in marker["cells"]]
-        if "launch_key" in marker:  # markers of an earlier gridlab named an MLflow run, not a tracker key
-            tracker.end_launch(marker["launch_key"], states.count("trained"), states.count("failed"))
+        key = marker["launch_key"] if "launch_key" in marker else marker["parent_run"]  # earlier: the MLflow run id
+        tracker.end_launch(key, states.count("trained"), states.count("failed"))
     remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
     for cell_id in force:
         tracker.supersede(cell_id)

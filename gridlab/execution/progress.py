@@ -13,8 +13,9 @@ from typing import Any
 from ray import tune
 
 from gridlab.execution.trainable import cell_id_of
-from gridlab.store.layout import CellFiles
+from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
+from gridlab.tracking.journal import TrackingJournal
 from gridlab.tracking.runs import Tracker, flatten
 
 TAG_KEYS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
@@ -45,6 +46,8 @@ class GridProgress(tune.Callback):
         self.started = time.monotonic()
 
     def __setstate__(self, state: dict) -> None:  # a restored experiment counts time from its restart
+        if "runs" in state:  # saved by a gridlab whose tracker sent at once, without a journal
+            state = _journaled(state)
         self.__dict__.update(state)
         self.started = time.monotonic()
 
@@ -129,6 +132,16 @@ class GridProgress(tune.Callback):
             f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {cell_id} {what}: {status}: {detail} | "
             f"{c['trained']} trained, {c['running']} running, {c['failed']} failed, {c['pending']} pending"
         )
+
+
+def _journaled(state: dict) -> dict:
+    """The state of a GridProgress saved before tracking was journaled, brought to today's: its tracker
+    writes to the grid's journal, and its launch is named by the MLflow run id it already has."""
+    old = state["tracker"].__dict__
+    journal = TrackingJournal(GridWorkspace(Path(state["models"]).parent).tracking)
+    tracker = Tracker(old["tracking_uri"], old["experiment"], journal, old.get("artifact_root"))
+    rest = {k: v for k, v in state.items() if k not in ("runs", "parent_run")}
+    return {**rest, "tracker": tracker, "launch_key": state["parent_run"], "opened": set(state["runs"])}
 
 
 def _last_error_line(trial) -> str:

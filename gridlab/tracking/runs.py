@@ -223,12 +223,26 @@ class Tracker:
         return found
 
     def _find_launch(self, key: str) -> str | None:
+        """The launch's run: tagged with its key, or (launches begun by a gridlab without a journal) the
+        run whose id the key is."""
         if key not in self._runs:
             runs = self.client.search_runs([self.experiment_id], f"tags.`{LAUNCH_KEY_TAG}` = '{key}'", max_results=1)
-            if not runs:
+            if runs:
+                self._runs[key] = runs[0].info.run_id
+            elif len(key) == 32 and self._run_exists(key):
+                self._runs[key] = key
+            else:
                 return None
-            self._runs[key] = runs[0].info.run_id
         return self._runs[key]
+
+    def _run_exists(self, run_id: str) -> bool:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.client.get_run(run_id)
+        except MlflowException:
+            return False
+        return True
 
     # The MLflow side ----------------------------------------------------------------------------------------
     @property

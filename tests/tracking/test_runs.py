@@ -50,3 +50,37 @@ def test_a_record_naming_an_unknown_run_is_skipped_not_retried(tmp_path: Path):
     tracker.end_launch("no-such-launch", 1, 0)
     assert tracker.deliver() == 0
     assert len(warnings) == 2 and all("skipped" in w for w in warnings)
+
+
+def test_a_launch_begun_before_the_journal_resumes_with_it(tmp_path: Path):
+    """A Tune experiment saved by a gridlab that sent records at once holds a GridProgress with a tracker
+    without a journal and a launch named by its MLflow run id; restored, it journals and ends that run."""
+    from types import SimpleNamespace
+
+    from gridlab.execution.progress import GridProgress
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = Tracker(uri, "g", TrackingJournal(tmp_path / "unused")).client
+    experiment = client.create_experiment("g")
+    parent = client.create_run(experiment, tags={"gridlab.kind": "launch"}).info.run_id
+    old_tracker = SimpleNamespace(tracking_uri=uri, experiment="g", artifact_root=None, _client=None)
+    models = tmp_path / "runs" / "g" / "models"
+    state = {
+        "grid": "g",
+        "models": models,
+        "tracker": old_tracker,
+        "parent_run": parent,
+        "cells": {},
+        "already_trained": 0,
+        "emit": print,
+        "status": {},
+        "runs": {"abc123": "0" * 32},
+        "started": 0.0,
+    }
+    progress = GridProgress.__new__(GridProgress)
+    progress.__setstate__(state)
+    assert progress.launch_key == parent and progress.opened == {"abc123"}
+    assert progress.tracker.journal.folder == tmp_path / "runs" / "g" / "tracking"
+    progress.tracker.end_launch(progress.launch_key, 1, 0)
+    assert progress.tracker.deliver() == 0
+    assert client.get_run(parent).info.status == "FINISHED"
