@@ -8,6 +8,7 @@ grid behaves the same on a laptop, in CI and on a cluster.
 from __future__ import annotations
 
 import os
+import signal
 
 QUIET_DEFAULTS = {
     "RAY_USAGE_STATS_ENABLED": "0",
@@ -23,6 +24,13 @@ def quiet_environment(local_ray: bool) -> None:
     """Set the defaults above unless the user set them; child processes (Ray workers) inherit them."""
     for key, value in {**QUIET_DEFAULTS, **(LOCAL_AUTH_MODE if local_ray else {})}.items():
         os.environ.setdefault(key, value)
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM (`kill`, a scheduler, a container stop) stops the command as Ctrl-C does: Ray Tune's own SIGINT
+    handler first (trials checkpoint, the launch resumes), exit 130. Installed again after `ray.init`, whose
+    crash handler would otherwise abort the driver with a stack dump."""
+    signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
 
 
 def set_torch_threads(cpus: float) -> None:

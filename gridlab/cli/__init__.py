@@ -20,6 +20,7 @@ from gridlab.cli import (
     report_commands,
     run_commands,
 )
+from gridlab.runtime import stop_on_sigterm
 
 app = typer.Typer(
     name="gridlab",
@@ -55,4 +56,5 @@ def _root(
 
 
 def main() -> None:
+    stop_on_sigterm()
     app()

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import ray
 
 from gridlab.errors import GridlabError
-from gridlab.runtime import quiet_environment
+from gridlab.runtime import quiet_environment, stop_on_sigterm
 
 LOCAL_NODE_IP = "127.0.0.2"
 CONNECT_TIMEOUT_S = 60.0
@@ -67,3 +67,4 @@ def _init_with_timeout(kwargs: dict, timeout_s: float, target: str) -> None:
             last = (error.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
             raise GridlabError(f"could not connect to {target}: {last[0]}") from None
     ray.init(logging_level=logging.WARNING, log_to_driver=False, **kwargs)
+    stop_on_sigterm()  # ray.init installs a handler that aborts on SIGTERM

@@ -1,4 +1,4 @@
-"""Ctrl-C on `gridlab launch` (SIGINT to the command, as a terminal sends it): exit 130 and one line saying
+"""Ctrl-C on `gridlab launch` (SIGINT to the command, as a terminal sends it) or SIGTERM (`kill`): exit 130 and one line saying
 how far it got and that a launch resumes, never "done" with cells pending, and no cell published half-trained."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from gridlab.store.models import ModelStore
 pytestmark = pytest.mark.slow
 
 
-def test_ctrl_c_exits_130_and_the_relaunch_resumes(tmp_path: Path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupt_exits_130_and_the_relaunch_resumes(tmp_path: Path, stop: signal.Signals):
     grid = {
         "name": "g",
         "results_dir": str(tmp_path / "runs"),
@@ -40,7 +41,7 @@ def test_ctrl_c_exits_130_and_the_relaunch_resumes(tmp_path: Path):
         if "running: started" in line:
             break
     time.sleep(3)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     try:
         rest, _ = process.communicate(timeout=180)
     finally:
