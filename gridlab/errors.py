@@ -30,6 +30,13 @@ class GridFileError(GridlabError):
         return [f"{self.file}: {where}: {what}" if where else f"{self.file}: {what}" for where, what in self.problems]
 
 
+class BadInput(GridlabError):
+    """A value the user gave that cannot be used (a command-line value, a settings file): exit 2, like a bad
+    grid file."""
+
+    exit_code = 2
+
+
 class Interrupted(GridlabError):
     """The user stopped a command (Ctrl-C); what was finished is kept and a relaunch resumes."""
 

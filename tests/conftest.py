@@ -18,6 +18,12 @@ def _data_dir() -> Path:
     return sibling if sibling.is_dir() else REPO / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_user_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A developer's own `gridlab config` settings never reach the tests (nor the processes they start)."""
+    os.environ["GRIDLAB_CONFIG"] = str(tmp_path_factory.mktemp("settings") / "config.json")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`gpu` tests need CUDA; on a machine without it they are reported as skipped, with the reason."""
     import torch

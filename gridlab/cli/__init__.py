@@ -14,6 +14,7 @@ import typer
 from gridlab import __version__
 from gridlab.cli import (
     annotate_commands,
+    config_commands,
     data_commands,
     fidelity_commands,
     grid_commands,
@@ -40,6 +41,7 @@ app.command()(report_commands.report)
 app.command()(fidelity_commands.fidelity)
 app.add_typer(data_commands.app, name="data")
 app.add_typer(annotate_commands.app, name="annotate")
+app.add_typer(config_commands.app, name="config")
 
 
 def _version(show: bool) -> None:

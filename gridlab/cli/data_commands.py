@@ -10,13 +10,12 @@ from rich.table import Table
 
 from gridlab.cli.output import console, echo, user_errors
 from gridlab.data.catalog import DATASETS
-from gridlab.data.embedded import EMBEDDED_DATA
 from gridlab.data.fetch import fetch_dataset, fetch_vectors, mirror_from_env
 from gridlab.data.files import verify_files
 from gridlab.data.inventory import default_cache_dir, inventory
 from gridlab.data.vectors import VECTOR_SETS, VectorSet, vector_source, vectors_folder
 from gridlab.errors import ChecksumError, DataError
-from gridlab.grid.expand import resolve_data_dir
+from gridlab.grid.expand import data_dir_source, resolve_data_dir
 from gridlab.grid.suggest import unknown
 
 app = typer.Typer(
@@ -27,7 +26,8 @@ DataDirOption = Annotated[
     Optional[Path],
     typer.Option(
         "--data-dir",
-        help="Default: $GRIDLAB_DATA, else ./data, else (reading) the SST files shipped with gridlab.",
+        help="Default: $GRIDLAB_DATA, else `gridlab config set data_dir`, else ./data, else (reading) the SST "
+        "files shipped with gridlab.",
         show_default=False,
     ),
 ]
@@ -66,8 +66,11 @@ def list_datasets(data_dir: DataDirOption = None) -> None:
         table.add_row(spec.id, spec.task, state, *rows, spec.description)
     console.print(table)
     console.print(_vectors_table(root))
-    shipped = " (the SST files shipped with gridlab: no $GRIDLAB_DATA and no ./data)" if root == EMBEDDED_DATA else ""
-    echo(f"looked in {root}{shipped}; read another folder with --data-dir PATH or GRIDLAB_DATA=PATH")
+    source = data_dir_source(data_dir)[1]
+    echo(
+        f"looked in {root} ({source}); read another folder with --data-dir PATH, GRIDLAB_DATA=PATH, or for good "
+        "with `gridlab config set data_dir PATH`"
+    )
 
 
 def _vectors_table(root: Path) -> Table:

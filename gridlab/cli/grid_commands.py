@@ -61,7 +61,7 @@ def plan(
     where: WhereOption = None,
 ) -> None:
     """Show every cell (id, dataset, encoder, ...) and what would run for it, with counts."""
-    expanded = load(grid, where)
+    expanded = load(grid, where, check_data=False)  # the grid and the results folder say it all
     store = ModelStore(expanded.workspace.models)
     states: dict[str, str] = {cell.id: store.cell(cell.id).state() for cell in expanded.cells}
     if as_json:

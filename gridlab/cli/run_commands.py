@@ -101,7 +101,7 @@ def track(grid: GridArg) -> None:
 @user_errors
 def status(grid: GridArg, where: WhereOption = None) -> None:
     """Per cell: trained, failed (with the reason) or pending; where its checkpoint and MLflow run are."""
-    expanded = load(grid, where)
+    expanded = load(grid, where, check_data=False)  # the grid and the results folder say it all
     store = ModelStore(expanded.workspace.models)
     table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
     for column in ("cell", "dataset", "encoder", "attention", "seed", "state", "detail", "checkpoint / MLflow run"):

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from gridlab.catalog.analyses import ANALYSES, Params
 from gridlab.catalog.compatibility import incompatibilities
 from gridlab.config.schema import CellConfig, GridFile
+from gridlab.config.user import read_settings, settings_path
 from gridlab.data.catalog import DATASETS
 from gridlab.data.embedded import EMBEDDED_DATA
 from gridlab.data.presence import check_presence
@@ -87,14 +88,24 @@ class ExpandedGrid:
 
 
 def resolve_data_dir(configured: Path | None, shipped: bool = True) -> Path:
-    """The grid's `data_dir`, else $GRIDLAB_DATA, else ./data, else (`shipped`, for reading only) the data
-    shipped with gridlab: SST's binary split, what grids/quick.yaml needs besides the generated task."""
+    """The grid's `data_dir`, else $GRIDLAB_DATA, else the user's `gridlab config set data_dir`, else ./data,
+    else (`shipped`, for reading only) the data shipped with gridlab: SST's binary split, what
+    grids/quick.yaml needs besides the generated task."""
+    return data_dir_source(configured, shipped)[0]
+
+
+def data_dir_source(configured: Path | None, shipped: bool = True) -> tuple[Path, str]:
+    """`resolve_data_dir` and where that folder came from, in words a person can act on."""
     if configured is not None:
-        return configured
+        return configured, "given"
     if os.environ.get("GRIDLAB_DATA"):
-        return Path(os.environ["GRIDLAB_DATA"])
+        return Path(os.environ["GRIDLAB_DATA"]), "$GRIDLAB_DATA"
+    if "data_dir" in (settings := read_settings()):
+        return Path(settings["data_dir"]), f"data_dir in {settings_path()}"
     local = Path("data")
-    return local if local.is_dir() or not shipped else EMBEDDED_DATA
+    if local.is_dir() or not shipped:
+        return local, "./data"
+    return EMBEDDED_DATA, "the SST files shipped with gridlab: no $GRIDLAB_DATA, no data_dir setting, no ./data"
 
 
 def cell_id(config: CellConfig) -> str:

@@ -49,6 +49,9 @@ def in_tmp(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> P
         ["data", "list"],
         ["data", "check"],
         ["data", "fetch"],
+        ["track"],
+        ["config"],
+        ["config", "set"],
     ],
     ids=" ".join,
 )
@@ -137,9 +140,8 @@ def test_data_list_on_an_empty_folder_says_missing(in_tmp: Path):
     result = run("data", "list", "--data-dir", str(in_tmp / "empty"))
     lines = [line for line in result.stdout.splitlines() if line.startswith("│ sst ")]
     assert "missing" in lines[0]
-    assert (
-        f"looked in {in_tmp / 'empty'}; read another folder with --data-dir PATH or GRIDLAB_DATA=PATH" in result.stdout
-    )
+    assert f"looked in {in_tmp / 'empty'} (given); read another folder with --data-dir PATH" in result.stdout
+    assert "`gridlab config set data_dir PATH`" in result.stdout
 
 
 def test_data_list_without_a_data_folder_says_it_reads_the_shipped_sst(in_tmp: Path, monkeypatch):
@@ -147,7 +149,45 @@ def test_data_list_without_a_data_folder_says_it_reads_the_shipped_sst(in_tmp: P
     result = run("data", "list")
     lines = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith("│")}
     assert "present" in lines["sst"] and "missing" in lines["imdb"]
-    assert "(the SST files shipped with gridlab: no $GRIDLAB_DATA and no ./data)" in result.stdout
+    assert "(the SST files shipped with gridlab: no $GRIDLAB_DATA, no data_dir setting, no ./data)" in result.stdout
+
+
+def test_the_data_folder_set_once_serves_every_later_command(in_tmp: Path, data_dir: Path, monkeypatch):
+    monkeypatch.delenv("GRIDLAB_DATA")
+    folder = in_tmp / "my-data"
+    folder.mkdir()
+    (folder / "sst").symlink_to(data_dir / "sst")
+    kept = run("config", "set", "data_dir", str(folder))
+    assert kept.exit_code == 0, kept.output
+    assert run("config", "show").stdout.splitlines()[1].startswith(f"data_dir = {folder}")
+    listed = run("data", "list")
+    assert f"looked in {folder} (data_dir in " in listed.stdout
+    lines = {line.split()[1]: line for line in listed.stdout.splitlines() if line.startswith("│")}
+    assert "present" in lines["sst"] and "missing" in lines["imdb"]
+    grid = in_tmp / "g.yaml"
+    grid.write_text(yaml.safe_dump({"name": "g", "grid": {"dataset": ["sst"], "encoder": ["average"]}}))
+    assert run("validate", str(grid)).exit_code == 0
+    assert run("config", "unset", "data_dir").exit_code == 0
+    assert "data_dir = not set" in run("config", "show").stdout
+
+
+def test_a_bad_setting_is_one_line_and_exit_2(in_tmp: Path):
+    unknown = run("config", "set", "data_folder", "x")
+    assert unknown.exit_code == 2 and "unknown setting 'data_folder' (known: data_dir)" in unknown.output
+    missing = run("config", "set", "data_dir", str(in_tmp / "nowhere"))
+    assert missing.exit_code == 2 and f"{in_tmp / 'nowhere'} is not a folder" in missing.output
+    assert len(missing.output.strip().splitlines()) == 1
+
+
+def test_status_and_plan_need_no_datasets(in_tmp: Path, monkeypatch):
+    monkeypatch.setenv("GRIDLAB_DATA", str(in_tmp / "empty"))  # imdb absent: validate refuses, these do not
+    grid = in_tmp / "g.yaml"
+    grid.write_text(yaml.safe_dump({"name": "g", "grid": {"dataset": ["imdb"], "encoder": ["average"]}}))
+    assert run("validate", str(grid)).exit_code == 2
+    for command in ("status", "plan"):
+        result = run(command, str(grid))
+        assert result.exit_code == 0, result.output
+        assert "1 pending" in result.output or "pending" in result.output
 
 
 def test_data_check_verifies_every_present_file(in_tmp: Path):

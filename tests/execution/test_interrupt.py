@@ -1,5 +1,6 @@
-"""Ctrl-C on `gridlab launch` (SIGINT to the command, as a terminal sends it) or SIGTERM (`kill`): exit 130 and one line saying
-how far it got and that a launch resumes, never "done" with cells pending, and no cell published half-trained."""
+"""Ctrl-C on `gridlab launch` (SIGINT to the command, as a terminal sends it) or SIGTERM (`kill`): exit 130
+and one line saying how far it got and that a launch resumes, never "done" with cells pending, and no cell
+published half-trained."""
 
 from __future__ import annotations
 
