@@ -22,6 +22,7 @@ pickled, so a Tune callback holding a Tracker can be saved with the experiment a
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -167,6 +168,7 @@ class Tracker:
             self.client.log_batch(self._cell_run(record["cell_id"]), metrics=metrics)
         elif op == "finish":
             run, folder = self._cell_run(record["cell_id"]), Path(record["folder"])
+            self._backfill(run, folder / CellFiles.HISTORY)
             for name in (CellFiles.CONFIG, CellFiles.METRICS, CellFiles.HISTORY, CellFiles.DATA):
                 if (folder / name).is_file():
                     self.client.log_artifact(run, str(folder / name))
@@ -177,6 +179,25 @@ class Tracker:
             self.client.set_terminated(run, "FAILED")
         else:
             raise ValueError(f"{self.journal.records}: unknown record {op!r}")
+
+    def _backfill(self, run: str, history: Path) -> None:
+        """Log the epochs the cell's history has and its run lacks: a trial that reported an epoch while its
+        driver was being killed resumes after that epoch, and no record of it was ever written."""
+        from mlflow.entities import Metric
+
+        if not history.is_file():
+            return
+        logged = {m.step for m in self.client.get_metric_history(run, "train_loss")}
+        now = int(time.time() * 1000)
+        metrics = [
+            Metric(key if key == "train_loss" else f"dev_{key}", float(value), now, epoch["epoch"])
+            for epoch in json.loads(history.read_text())
+            if epoch["epoch"] not in logged
+            for key, value in epoch.items()
+            if key != "epoch" and value is not None
+        ]
+        if metrics:
+            self.client.log_batch(run, metrics=metrics)
 
     def _send_launch(self, record: dict[str, Any]) -> None:
         if self._find_launch(record["key"]) is None:

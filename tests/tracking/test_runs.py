@@ -28,8 +28,13 @@ def test_runs_as_the_ui_shows_them(tmp_path: Path):
     folder = tmp_path / "cell"
     folder.mkdir()
     (folder / "metrics.json").write_text(json.dumps({"test_accuracy": 0.8}))
+    history = [{"epoch": e, "train_loss": 1.0 / e, "accuracy": 0.5 + e / 10} for e in (1, 2, 3)]
+    (folder / "history.json").write_text(json.dumps(history))
     tracker.finish_cell("abc123", {"test_accuracy": 0.8, "best_epoch": 2}, folder)
     assert [m.step for m in client.get_metric_history(run, "test_accuracy")] == [2]
+    # epoch 3 was reported while no driver logged it: the history on disk fills it in, nothing twice
+    assert [(m.step, m.value) for m in client.get_metric_history(run, "train_loss")] == [(1, 0.5), (2, 0.4), (3, 1 / 3)]
+    assert [m.step for m in client.get_metric_history(run, "dev_accuracy")] == [3]
     assert client.get_run(run).info.status == "FINISHED"
     assert journal.backlog() == 0 and journal.sent() == 6  # launch, cell, 3 x metrics, finish
 
@@ -39,7 +44,7 @@ def test_runs_as_the_ui_shows_them(tmp_path: Path):
     assert retrain != run and client.get_run(run).data.tags["gridlab.kind"] == "superseded"
     assert client.get_metric_history(retrain, "train_loss") == []  # nothing of the first training
     assert tracker.deliver() == 0
-    assert [m.value for m in client.get_metric_history(run, "train_loss")] == [0.5, 0.4]  # sent once each
+    assert [m.value for m in client.get_metric_history(run, "train_loss")] == [0.5, 0.4, 1 / 3]  # sent once each
 
 
 def test_a_record_naming_an_unknown_run_is_skipped_not_retried(tmp_path: Path):
