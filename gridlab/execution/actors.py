@@ -134,10 +134,10 @@ class AnalysisDispatcher:
         except RayError as error:  # the analysis raised: the actor itself is fine
             self._fail(job, error)
             self._idle.append(actor)
-        elapsed = int(time.monotonic() - self._started)
+        elapsed = time.monotonic() - self._started
         self.emit(
-            f"[{elapsed // 60:02d}:{elapsed % 60:02d}] analyses: {self._done}/{self._shards} shards, "
-            f"{self.report.written} parts written{shard_cost(job, outcome)}"
+            f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] analyses: {self._done}/{self._shards} shards"
+            f"{eta(elapsed, self._done, self._shards)}, {self.report.written} parts written{shard_cost(job, outcome)}"
         )
 
     def _fail(self, job: ShardJob, error: Exception) -> None:
@@ -170,6 +170,16 @@ class AnalysisDispatcher:
     def _release(actors: list) -> None:
         for actor in actors:
             ray.kill(actor)
+
+
+def eta(elapsed: float, done: int, total: int) -> str:
+    """' (about 4m10s left)': the shards left at the pace of those done; nothing before the first or after
+    the last."""
+    if not done or done >= total:
+        return ""
+    left = elapsed / done * (total - done)
+    minutes, seconds = divmod(int(round(left)), 60)
+    return f" (about {minutes}m{seconds:02d}s left)" if minutes else f" (about {seconds}s left)"
 
 
 def shard_cost(job: ShardJob, outcome: ShardOutcome | None) -> str:

@@ -100,6 +100,7 @@ def test_a_launch_without_its_tracking_server_finishes_and_track_fills_the_runs(
     failures = [line for line in launched.output.splitlines() if line.startswith("tracking:") and "failed" in line]
     assert len(failures) == 1, launched.output
     assert "2 trained" in launched.output and "`gridlab track" in launched.output
+    assert "running: epoch 2/2, dev accuracy" in launched.output  # a line per epoch, without MLflow
     assert time.monotonic() - started < 240
 
     with mlflow_server(port, tmp_path / "server"):
