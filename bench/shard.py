@@ -1,8 +1,9 @@
 """End to end on real data: a whole J&W shard (gradient, leave-one-out and their Kendall tau, 100
-permutations, the k = 5 adversary) on SST and IMDB test instances, cut in test-file order (what gridlab did
-before shards were cut by length) against gridlab's length order; and one training epoch in shuffled
-against length-bucketed batches. Both sides of each ratio run in the same process, interleaved, on the same
-weights; the rows of the two orders are checked equal (1e-5) before any time is printed.
+permutations, the k = 5 adversary) on SST and IMDB test instances (gridlab's fixed sample of them), cut in
+test-file order (what gridlab did before shards were cut by length) against gridlab's length order; and one
+training epoch in shuffled against length-bucketed batches. Both sides of each ratio run in the same
+process, interleaved, on the same weights; the rows of the two orders are checked equal (1e-5) before any
+time is printed.
 
     GRIDLAB_DATA=../shared/data python bench/shard.py                        # SST and IMDB, 1000 instances
     python bench/shard.py --datasets imdb --instances 256 --repeats 1 --steps 100
@@ -30,7 +31,7 @@ import torch
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
-from gridlab.data.batching import analysis_order, iterate_batches, sequence_lengths
+from gridlab.data.batching import analysis_order, iterate_batches, sample_rows, sequence_lengths
 from gridlab.data.catalog import DATASETS
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.execution.runner import AnalysedBatches, analyse_batches
@@ -72,8 +73,9 @@ def setup(dataset: str, data_dir: Path, cache: Path, device: torch.device) -> Se
 
 
 def shard_table(data: PreparedDataset, instances: int, order: str) -> pa.Table:
-    """The first `instances` test rows, in file order or in gridlab's length order."""
-    rows = data.splits["test"].slice(0, instances)
+    """The analysed test rows (gridlab's fixed sample of `instances`), in file order or in length order."""
+    split = data.splits["test"]
+    rows = split.take(pa.array(sample_rows(split.num_rows, instances)))
     return rows if order == "file" else rows.take(pa.array(analysis_order(sequence_lengths(rows))))
 
 

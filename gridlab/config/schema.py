@@ -54,7 +54,12 @@ class TrainConfig(Strict):
     amsgrad: bool = True
     clip_norm: float | None = Field(5.0, gt=0, description="gradient-norm clipping; null disables it")
     patience: int = Field(5, ge=1, description="epochs without dev improvement before stopping")
-    max_train: int | None = Field(None, ge=1, description="use only the first N training instances")
+    max_train: int | None = Field(None, ge=1, description="train on N instances of the training split (`subset`)")
+    subset: Literal["sample", "head"] = Field(
+        "sample",
+        description="which max_train instances: a fixed random sample of the split (the same for every cell and "
+        "seed), or its first N rows (file order: one class only where a split is sorted by label, as IMDB's is)",
+    )
     selection_metric: Literal["accuracy", "roc_auc"] | None = Field(
         "accuracy", description="dev metric that picks the kept epoch (J&W: roc_auc); translation always uses BLEU"
     )

@@ -146,6 +146,26 @@ def sequence_lengths(table: pa.Table) -> np.ndarray:
     return pc.list_value_length(table["ids"]).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
+SUBSET_SEED = 2019  # the draw of every sample of a split: one subset per split, whatever the cell's seed
+
+
+def sample_rows(rows: int, n: int) -> np.ndarray:
+    """n of a split's `rows` positions, ascending: a fixed random sample, never the split's head. A split in
+    file order may be sorted by label (IMDB lists its negative reviews, then its positive ones), and its
+    first rows are then a single class."""
+    if n >= rows:
+        return np.arange(rows)
+    return np.sort(np.random.default_rng(SUBSET_SEED).permutation(rows)[:n])
+
+
+def training_rows(rows: int, max_train: int | None, subset: str) -> np.ndarray | None:
+    """The positions of the training rows a cell uses, ascending, or None for all of them: with `max_train`,
+    a fixed random sample of the split (`sample`) or its first rows (`head`)."""
+    if max_train is None or max_train >= rows:
+        return None
+    return np.arange(max_train) if subset == "head" else sample_rows(rows, max_train)
+
+
 def analysis_order(lengths: np.ndarray) -> np.ndarray:
     """Row positions shortest first, ties by position: cut into batches, rows of one batch have similar
     lengths, so the analyses pad little (J&W sort their test set the same way). Deterministic, so shards cut

@@ -1,12 +1,15 @@
-"""What analysis work a grid has left: its trained models' test instances cut into shards (the first
-`instances` of the test split, shortest first, in runs of `shard_size`), and for each (cell, shard) the
-analyses whose Parquet part is not written yet. A shard is named by its index, so its part file is the same
-whoever runs it, and planning again after a crash finds exactly the parts that are missing.
+"""What analysis work a grid has left: its trained models' test instances cut into shards (`instances` of
+the test split, a fixed random sample when the split has more, shortest first, in runs of `shard_size`), and
+for each (cell, shard) the analyses whose Parquet part is not written yet. A shard is named by its index, so
+its part file is the same whoever runs it, and planning again after a crash finds exactly the parts that
+are missing.
 
-Shards are cut in length order (`batching.analysis_order`) so that every batch holds instances of similar
-length and the analyses do little padded work; the rows keep their test-set `instance_id`. A workspace whose
-parts an earlier gridlab cut in test-file order is refused (`check_shard_order`): mixing the two layouts
-would analyse some instances twice and others never.
+The analysed rows are a sample (`batching.sample_rows`), not the split's head: IMDB's test split lists its
+negative reviews first, and its first 1000 rows are one class. They are cut in length order
+(`batching.analysis_order`) so that every batch holds instances of similar length and the analyses do little
+padded work; the rows keep their test-set `instance_id`. A workspace whose parts were cut another way (an
+earlier gridlab: the split's head, in file order) is refused (`check_shard_order`): mixing two layouts would
+analyse some instances twice and others never.
 
     >>> jobs, existing = plan_jobs(expanded)                   # every trained cell
     >>> jobs, _ = plan_jobs(expanded, cell_ids={"1ae91328ef63"})  # one model that just finished training
@@ -14,6 +17,7 @@ would analyse some instances twice and others never.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from gridlab.analyses.registry import IMPLEMENTATIONS
@@ -26,15 +30,19 @@ from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
 
 SPLIT = "test"
-SHARD_ORDER = {"order": "length", "ties": "test-set position", "of": "the first `instances` rows of the test split"}
+SHARD_ORDER = {
+    "rows": "a fixed random sample of `instances` test rows (batching.sample_rows), all when there are fewer",
+    "order": "length",
+    "ties": "test-set position",
+}
 
 
 @dataclass(frozen=True)
 class Shard:
     index: int
-    start: int  # first position (inclusive) in the length order of the first `population` test rows
+    start: int  # first position (inclusive) in the length order of the analysed test rows
     stop: int  # last position (exclusive)
-    population: int  # the test rows analysed in all: the first `instances` of the split
+    population: int  # how many test rows are analysed in all (`instances`, at most the split's rows)
 
 
 @dataclass(frozen=True)
@@ -114,12 +122,16 @@ def plan_jobs(
 
 
 def check_shard_order(workspace: GridWorkspace) -> None:
-    """Refuse parts cut in test-file order (written by gridlab before shards were cut by length)."""
-    if workspace.shard_order.is_file() or not any(workspace.analyses.glob("*/cell=*/part-*.parquet")):
+    """Refuse parts whose shards were cut another way (an earlier gridlab: the split's head in file order)."""
+    if workspace.shard_order.is_file():
+        if json.loads(workspace.shard_order.read_text()) == SHARD_ORDER:
+            return
+    elif not any(workspace.analyses.glob("*/cell=*/part-*.parquet")):
         return
     raise GridlabError(
-        f"{workspace.analyses}: these parts were cut in test-file order by an earlier gridlab, and shards are now "
-        "cut in length order; move that folder aside (trained models are kept) and relaunch to redo the analyses"
+        f"{workspace.analyses}: these parts were cut from other test rows by an earlier gridlab (shards are now "
+        "a fixed sample in length order); move that folder aside (trained models are kept) and relaunch to redo "
+        "the analyses"
     )
 
 

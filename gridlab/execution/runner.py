@@ -5,7 +5,7 @@
     >>> outcome.paths, outcome.padding_efficiency, outcome.encoder_share
 
 A model and its dataset are loaded once per runner and cell. A shard's instances are the positions
-[start, stop) of the length order of the analysed test rows (`plan`), so its batches pad little. Each batch
+[start, stop) of the analysed test rows (a fixed sample, `plan`) in length order, so its batches pad little. Each batch
 is encoded once (`forward_once`) and that pass is shared by every analysis of the shard
 (docs/analyses.md#conventions, "One shared pass"); the outcome says what share of the shard's time it took.
 """
@@ -25,7 +25,7 @@ from gridlab.analyses.base import Analysis, AnalysisContext, Columns, GridAnalys
 from gridlab.analyses.common import forward_once
 from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.config.schema import CellConfig
-from gridlab.data.batching import Batch, analysis_order, iterate_batches, sequence_lengths
+from gridlab.data.batching import Batch, analysis_order, iterate_batches, sample_rows, sequence_lengths
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.errors import GridlabError
 from gridlab.execution.plan import SPLIT, ShardJob, mark_shard_order
@@ -43,13 +43,15 @@ class LoadedCell:
     config: CellConfig
     data: PreparedDataset
     model: AttentionClassifier | Seq2Seq
-    orders: dict[int, np.ndarray] = field(default_factory=dict)  # population -> length order of its test rows
+    orders: dict[int, np.ndarray] = field(default_factory=dict)  # population -> its test rows, in length order
 
     def shard_rows(self, start: int, stop: int, population: int) -> pa.Table:
-        """The test rows at positions [start, stop) of the length order of the first `population` rows."""
+        """The test rows at positions [start, stop) of the analysed rows (a fixed sample of `population` of
+        them, `plan`) put in length order."""
         split = self.data.splits[SPLIT]
         if population not in self.orders:
-            self.orders[population] = analysis_order(sequence_lengths(split.slice(0, population)))
+            analysed = sample_rows(split.num_rows, population)
+            self.orders[population] = analysed[analysis_order(sequence_lengths(split.take(pa.array(analysed))))]
         return split.take(pa.array(self.orders[population][start:stop]))
 
 

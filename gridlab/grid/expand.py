@@ -48,6 +48,8 @@ ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
     ("data", "drop_titles"): False,
     ("train", "attention_lr_scale"): 1.0,
     ("model", "word_attention_mode"): "learned",
+    # max_train took the first rows before it took a sample: a `head` cell is what such an id trained
+    ("train", "subset"): "head",
 }
 
 
@@ -113,6 +115,8 @@ def cell_id(config: CellConfig) -> str:
     for (section, name), neutral in ID_NEUTRAL_FIELDS.items():
         if cell[section].get(name, neutral) == neutral:
             cell[section].pop(name, None)
+    if cell["train"].get("max_train") is None:  # no subset without max_train: full-data cells keep their ids
+        cell["train"].pop("subset", None)
     payload = {"schema": CELL_SCHEMA_VERSION, "cell": cell}
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:ID_LENGTH]

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from gridlab.config.schema import CellConfig, TrainConfig
-from gridlab.data.batching import Batch, iterate_batches
+from gridlab.data.batching import Batch, iterate_batches, training_rows
 from gridlab.data.prepare import PreparedDataset
 from gridlab.errors import GridlabError
 from gridlab.models.seq2seq import Seq2Seq, bleu, sequence_loss
@@ -121,13 +121,13 @@ def train_epoch(
     objective); returns the mean batch loss."""
     model.train()
     losses: list[float] = []
+    chosen = training_rows(table.num_rows, train.max_train, train.subset)
     for batch in iterate_batches(
-        table,
+        table if chosen is None else table.take(pa.array(chosen)),
         train.batch_size,
         shuffle=True,
         seed=epoch_seed,
         sentences=hierarchical(model),
-        limit=train.max_train,
         bucketed=train.batching == "bucketed",
     ):
         batch = batch.to(device)

@@ -4,6 +4,7 @@ workspace whose parts were cut in test-file order."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from gridlab.data.batching import analysis_order, sequence_lengths
+from gridlab.data.batching import analysis_order, sample_rows, sequence_lengths
 from gridlab.data.prepare import load_dataset
 from gridlab.errors import GridlabError
 from gridlab.execution.actors import shard_cost
@@ -63,7 +64,20 @@ def test_parts_cut_in_file_order_are_refused(tmp_path: Path):
     part = workspace.part("permutation", "1ae91328ef63", 0)
     part.parent.mkdir(parents=True)
     part.write_bytes(b"")
-    with pytest.raises(GridlabError, match=r"analyses: these parts were cut in test-file order .* move that folder"):
+    with pytest.raises(GridlabError, match=r"analyses: these parts were cut from other test rows .* move that folder"):
         check_shard_order(workspace)
     mark_shard_order(workspace)
     check_shard_order(workspace)
+    workspace.shard_order.write_text(json.dumps({"order": "length", "of": "the first `instances` rows"}))
+    with pytest.raises(GridlabError, match="cut from other test rows"):
+        check_shard_order(workspace)  # a mark of another layout (the split's head) is refused too
+
+
+def test_the_analysed_rows_are_a_fixed_sample_of_a_larger_split(trained_store, tmp_path: Path):  # noqa: F811
+    root, cache, identifier, _ = trained_store
+    (tmp_path / "models").symlink_to(root / "models")
+    runner = ShardRunner(tmp_path, root, cache, torch.device("cpu"))
+    shard = Shard(0, 0, 5, 5)  # 5 of the split's INSTANCES rows
+    outcome = runner.run(ShardJob("g", identifier, shard, {"importance_correlation": {}}, 5))
+    rows = pd.read_parquet(outcome.paths[0])
+    assert sorted(rows["instance_id"]) == sample_rows(INSTANCES, 5).tolist() != list(range(5))

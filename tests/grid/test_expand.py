@@ -25,6 +25,7 @@ def test_cell_id_is_sha256_of_canonical_resolved_json():
     cell = config.model_dump(mode="json")
     del cell["data"]["test_fraction"], cell["data"]["drop_titles"]  # added later: left out at their neutral value
     del cell["train"]["attention_lr_scale"], cell["model"]["word_attention_mode"]
+    del cell["train"]["subset"]  # no max_train: which subset does not apply
     canonical = json.dumps({"schema": 1, "cell": cell}, sort_keys=True, separators=(",", ":"))
     assert cell_id(config) == hashlib.sha256(canonical.encode()).hexdigest()[:12]
     # the documented canonical form: sorted keys, no spaces, defaults present
@@ -42,6 +43,20 @@ def test_a_setting_added_later_keeps_the_ids_already_handed_out():
     assert cell_id(resplit) != cell_id(CellConfig(dataset="20news"))
     untitled = CellConfig(dataset="agnews", data={"drop_titles": True})
     assert cell_id(untitled) != cell_id(CellConfig(dataset="agnews"))
+
+
+def test_a_max_train_sample_is_a_new_cell_and_a_head_keeps_the_old_id():
+    """`max_train` took the first rows before it took a sample: results trained on a head (one class on a
+    split sorted by label) must not be reused for a sample, and the `head` setting still finds them."""
+    head = CellConfig(dataset="imdb", train={"max_train": 5000, "subset": "head"})
+    sample = CellConfig(dataset="imdb", train={"max_train": 5000})
+    old = head.model_dump(mode="json")
+    del old["data"]["test_fraction"], old["data"]["drop_titles"], old["train"]["attention_lr_scale"]
+    del old["model"]["word_attention_mode"], old["train"]["subset"]
+    canonical = json.dumps({"schema": 1, "cell": old}, sort_keys=True, separators=(",", ":"))
+    assert cell_id(head) == hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    assert cell_id(sample) != cell_id(head)
+    assert cell_id(CellConfig(dataset="imdb", train={"subset": "head"})) == cell_id(CellConfig(dataset="imdb"))
 
 
 def test_ids_ignore_key_order_and_number_spelling(tmp_path: Path):

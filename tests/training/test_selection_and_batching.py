@@ -13,7 +13,7 @@ from sklearn.metrics import roc_auc_score
 from torch import nn
 
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
-from gridlab.data.batching import Batch, iterate_batches
+from gridlab.data.batching import Batch, iterate_batches, training_rows
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.data.vocab import SPECIALS, Vocab
@@ -158,10 +158,13 @@ def test_train_epoch_uses_bucketed_batches(synthetic):
     optimizer = torch.optim.Adam(model.parameters())
     train = TrainConfig(batch_size=32, max_train=500, batching="bucketed")
     train_epoch(model, synthetic.splits["train"], train, optimizer, CPU, epoch_seed=4, loss_of=record)
-    expected = iterate_batches(synthetic.splits["train"], 32, seed=4, limit=500, bucketed=True)
+    split = synthetic.splits["train"]
+    chosen = training_rows(split.num_rows, 500, "sample")
+    assert chosen is not None
+    expected = iterate_batches(split.take(pa.array(chosen)), 32, seed=4, bucketed=True)
     assert [list(b) for b in seen] == [list(b.instance_ids.numpy()) for b in expected]
-    lengths = np.array([len(x) for x in synthetic.splits["train"].column("ids").to_pylist()])
-    assert np.mean([np.ptp(lengths[b]) for b in seen]) < 0.5 * np.ptp(lengths[:500])
+    lengths = np.array([len(x) for x in split.column("ids").to_pylist()])
+    assert np.mean([np.ptp(lengths[b]) for b in seen]) < 0.5 * np.ptp(lengths[chosen])
 
 
 def test_bucketed_training_is_reproducible_and_differs_from_shuffled(synthetic):
@@ -179,3 +182,15 @@ def test_bucketed_training_is_reproducible_and_differs_from_shuffled(synthetic):
     first, again, shuffled = weights("bucketed"), weights("bucketed"), weights("shuffled")
     assert all(torch.equal(first[k], again[k]) for k in first)
     assert not all(torch.equal(first[k], shuffled[k]) for k in first)
+
+
+def test_max_train_samples_both_classes_of_a_split_sorted_by_label():
+    """IMDB's training split lists its positive reviews, then its negative ones: its first rows are one class.
+    `max_train` takes a fixed sample (the same for every seed), `head` the first rows."""
+    labels = np.array([0] * 500 + [1] * 500)
+    sample = training_rows(len(labels), 100, "sample")
+    assert sample is not None and len(sample) == 100 and (np.diff(sample) > 0).all()
+    assert 30 < labels[sample].sum() < 70
+    assert np.array_equal(sample, training_rows(len(labels), 100, "sample"))
+    assert labels[training_rows(len(labels), 100, "head")].sum() == 0
+    assert training_rows(len(labels), None, "sample") is None and training_rows(50, 100, "sample") is None
