@@ -176,6 +176,24 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
     return ExpandedGrid(file, spec, cells, analyses, axis_paths, len(kept) - len(cells), warnings)
 
 
+def raw_problems(document: dict[str, Any]) -> list[Problem]:
+    """The problems of a raw grid file's axes and analyses, for a file that failed its schema elsewhere: the
+    reader then gets every problem in one go rather than one stage per try. Sections not shaped as the schema
+    wants are left to the schema's own messages."""
+    problems: list[Problem] = []
+    grid = document.get("grid")
+    if isinstance(grid, dict) and grid:
+        _validate_axes(grid, problems, ("grid",))
+    elif isinstance(grid, list):
+        for i, block in enumerate(grid):
+            if isinstance(block, dict) and block:
+                _validate_axes(block, problems, ("grid", i))
+    analyses = document.get("analyses")
+    if isinstance(analyses, dict) and all(isinstance(p, dict) or p is None for p in analyses.values()):
+        _validate_analyses(analyses, problems)
+    return problems
+
+
 def _validate_axes(grid: dict[str, Any], problems: list[Problem], prefix: tuple) -> dict[str, list[Any]]:
     axes: dict[str, list[Any]] = {}
     if not isinstance(grid, dict) or not grid:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from gridlab.config.schema import GridFile
 from gridlab.errors import GridFileError
+from gridlab.grid.expand import raw_problems
 from gridlab.grid.problems import from_validation_error
 
 
@@ -63,4 +64,6 @@ def load_grid_file(path: Path) -> GridFile:
     try:
         return GridFile.model_validate(document)
     except ValidationError as error:
-        raise GridFileError(str(path), from_validation_error(error, GridFile)) from None
+        problems = from_validation_error(error, GridFile)
+        problems += [p for p in raw_problems(document) if p not in problems]  # every problem in one go
+        raise GridFileError(str(path), problems) from None

@@ -272,3 +272,24 @@ def test_counts_read_as_english(in_tmp: Path):
     assert result.exit_code == 0 and result.stdout.strip() == f"{one}: valid: 1 cell, 1 analysis (permutation)"
     two = write(in_tmp, edited(), name="two.yaml")
     assert ": valid: 8 cells, 1 analysis (permutation)" in run("validate", str(two)).stdout
+
+
+def test_every_problem_is_reported_in_one_go(in_tmp: Path):
+    """Schema problems (train) and grid problems (axes, analyses) in one file: all of them at once, rather than
+    one stage per attempt."""
+    bad = {
+        "name": "tiny",
+        "grid": {"dataset": ["sst", "imbd"], "encoder": ["lstm"]},
+        "train": {"lr": -1, "epochz": 3},
+        "analyses": {"permutation": {"n": 0}, "erasure": {}},
+    }
+    result = run("validate", str(write(in_tmp, bad)))
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert [line.split(": ")[1] for line in lines] == [
+        "train.lr",
+        "train",
+        "grid.dataset[1]",
+        "analyses.permutation.n",
+        "analyses",
+    ], result.output
