@@ -12,7 +12,8 @@ import hashlib
 import os
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,9 +49,28 @@ def fetch_dataset(
         )
     folder = data_dir / spec.folder
     base_url = f"{mirror.rstrip('/')}/{spec.folder}"
-    return [
-        _fetch_file(release_file, folder, f"{base_url}/{release_file.path}", progress) for release_file in spec.files
-    ]
+    fetched: list[Fetched] = []
+    with _undone_on_failure(folder, fetched):
+        for release_file in spec.files:
+            fetched.append(_fetch_file(release_file, folder, f"{base_url}/{release_file.path}", progress))
+    return fetched
+
+
+@contextmanager
+def _undone_on_failure(folder: Path, fetched: list[Fetched]) -> Iterator[None]:
+    """A dataset is fetched whole or not at all: on a failure, the files this fetch downloaded and the
+    folders it created are removed (files that were there before stay)."""
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        yield
+    except BaseException:
+        for item in fetched:
+            if item.downloaded:
+                item.path.unlink(missing_ok=True)
+        for path in created:  # deepest first
+            if path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        raise
 
 
 def fetch_vectors(

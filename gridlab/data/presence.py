@@ -54,9 +54,13 @@ def check_presence(spec: DatasetSpec, data_dir: Path, config: DataConfig) -> Pre
     if not present:
         raise DatasetMissingError(spec.id, str(data_dir), [f"{spec.folder}/ ({', '.join(missing)})"])
     if missing and not config.derive_splits:
-        raise DataError(
-            f"dataset '{spec.id}' under {folder} is partial: no {'/'.join(missing)} split; fetch the full release "
-            f"(`gridlab data fetch {spec.id}`) or set `data: {{derive_splits: true}}` to carve splits from "
-            f"{'/'.join(present)}"
-        )
+        derive = f"set `data: {{derive_splits: true}}` to carve splits from {'/'.join(present)}"
+        if set(missing) & set(spec.unfetchable):  # `gridlab data fetch` cannot bring these: do not send them there
+            remedy = (
+                f"gridlab knows no verified copy of its {'/'.join(missing)} file to fetch: put the release's file "
+                f"in {folder} yourself (`gridlab data check` reports it unverified), or {derive}"
+            )
+        else:
+            remedy = f"fetch the full release (`gridlab data fetch {spec.id}`) or {derive}"
+        raise DataError(f"dataset '{spec.id}' under {folder} is partial: no {'/'.join(missing)} split; {remedy}")
     return Presence(spec, folder, present, missing, derived=bool(missing))

@@ -75,6 +75,8 @@ class DatasetSpec:
     keep: a filter on raw labels (J&W's binary subsets of AG News and 20News); None keeps all.
     label_names: the readers' label strings in class-index order; None means "the sorted labels of
         train" (bAbI answers).
+    unfetchable: official splits whose release file gridlab knows no verified copy of (AG News's train
+        split: only its test file is in the shared data), so `gridlab data fetch` cannot bring them.
     """
 
     id: str
@@ -90,6 +92,7 @@ class DatasetSpec:
     keep: Callable[[RawExample], bool] | None = None
     has_rationales: bool = False
     configure: Callable[[DataConfig], SourceReader] | None = None
+    unfetchable: tuple[str, ...] = ()
 
     def reader_for(self, config: DataConfig) -> SourceReader:
         """The reader for a resolved data config (bAbI's size and the synthetic task depend on it)."""

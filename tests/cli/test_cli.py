@@ -255,15 +255,14 @@ def test_fetch_downloads_and_verifies(in_tmp: Path, mirror: tuple[str, Path]):
     assert run("validate", str(grid)).exit_code == 0
 
 
-def test_fetch_refuses_a_corrupt_download_and_writes_nothing(in_tmp: Path, mirror: tuple[str, Path]):
+def test_fetch_refuses_a_corrupt_download_and_keeps_nothing(in_tmp: Path, mirror: tuple[str, Path]):
     url, served = mirror
     (served / "sst" / "stsa.binary.test").write_text("0 not the release .\n")
     target = in_tmp / "fetched"
     result = run("data", "fetch", "sst", "--data-dir", str(target), "--mirror", url)
     assert result.exit_code == 1
     assert "stsa.binary.test: sha256" in result.stderr and "nothing was written" in result.stderr
-    names = sorted(p.name for p in (target / "sst").iterdir())
-    assert names == ["stsa.binary.dev", "stsa.binary.train"]  # the good files before it, no partial file
+    assert not target.exists()  # whole or nothing: the good files fetched before it are removed too
 
 
 def test_fetch_without_a_mirror_or_with_a_dead_one_is_clear(in_tmp: Path, monkeypatch):
@@ -272,7 +271,16 @@ def test_fetch_without_a_mirror_or_with_a_dead_one_is_clear(in_tmp: Path, monkey
     assert result.exit_code == 1 and "no mirror to fetch 'sst' from" in result.stderr
     result = run("data", "fetch", "sst", "--data-dir", str(in_tmp / "d"), "--mirror", "http://127.0.0.1:9/x")
     assert result.exit_code == 1 and "download failed" in result.stderr
-    assert not [p for p in (in_tmp / "d").rglob("*") if p.is_file()]  # no partial file left behind
+    assert not (in_tmp / "d").exists()  # nothing left behind: no partial file, not even an empty folder
+
+
+def test_a_split_no_fetch_can_bring_is_not_sent_to_fetch(in_tmp: Path):
+    grid = in_tmp / "a.yaml"
+    grid.write_text(yaml.safe_dump({"name": "a", "grid": {"dataset": ["agnews"], "encoder": ["lstm"]}}))
+    result = run("validate", str(grid))
+    assert result.exit_code == 2
+    assert "no train split; gridlab knows no verified copy of its train file to fetch" in result.output
+    assert "gridlab data fetch agnews" not in result.output and "derive_splits: true" in result.output
 
 
 @pytest.fixture()
