@@ -109,6 +109,8 @@ def select_cells(expanded: ExpandedGrid, only: Sequence[str] | None) -> tuple[li
     chosen, skipped = [], {}
     for cell in [by_id[c] for c in dict.fromkeys(only)] if only else expanded.cells:
         reason = unsuitable(cell.config) or (None if store.cell(cell.id).state() == "trained" else "not trained")
+        if reason is None and not only and cell.config.dataset == "synthetic":
+            reason = "synthetic (the generated task's words mean nothing to a reader; name it with --cells)"
         if reason is None:
             chosen.append(cell.id)
         elif only:

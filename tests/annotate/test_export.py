@@ -30,11 +30,19 @@ def run(*args: str):
 
 @pytest.fixture(scope="module")
 def exported(annotated_grid) -> Path:
-    result = run("annotate", "export", annotated_grid.path, "--per-cell", PER_CELL)
+    learned = annotated_grid.learned.id  # the generated task is annotated only when named
+    result = run("annotate", "export", annotated_grid.path, "--per-cell", PER_CELL, "--cells", learned)
     assert result.exit_code == 0, result.output
     assert f"{2 * PER_CELL} items from 1 cell written" in result.output
-    assert "left out 2 cells: 1 attention_mode uniform, 1 not trained" in result.output
     return annotated_grid.expanded.results_dir / "annotation"
+
+
+def test_without_named_cells_the_generated_task_is_left_out(annotated_grid, tmp_path: Path):
+    result = run("annotate", "export", annotated_grid.path, "--out", tmp_path / "auto")
+    assert result.exit_code == 1, result.output
+    assert "no trained flat classifier with learned attention to annotate (3 cells left out:" in result.output
+    assert "synthetic (the generated task's words mean nothing to a reader; name it with --cells)" in result.output
+    assert not (tmp_path / "auto").exists()
 
 
 def read_items(folder: Path) -> list[dict]:
@@ -192,7 +200,9 @@ def test_bad_answers_fail_with_their_lines_and_write_nothing(exported: Path, ann
 
 
 def test_an_export_is_not_replaced_without_force(exported: Path, annotated_grid, tmp_path: Path):
-    result = run("annotate", "export", annotated_grid.path, "--per-cell", PER_CELL)
+    result = run(
+        "annotate", "export", annotated_grid.path, "--per-cell", PER_CELL, "--cells", annotated_grid.learned.id
+    )
     assert result.exit_code == 1 and "already holds an export (key.parquet)" in result.output
     again = tmp_path / "again"
     result = run(
@@ -221,7 +231,9 @@ def test_without_token_scores_rows_the_export_says_what_to_run(annotated_grid, t
     aside = tmp_path / "aside"
     scores.rename(aside)
     try:
-        result = run("annotate", "export", annotated_grid.path, "--out", tmp_path / "sheet")
+        result = run(
+            "annotate", "export", annotated_grid.path, "--out", tmp_path / "sheet", "--cells", annotated_grid.learned.id
+        )
     finally:
         aside.rename(scores)
     assert result.exit_code == 1
