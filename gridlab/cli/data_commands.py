@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
+from gridlab.cli.grid_commands import JsonOption
 from gridlab.cli.output import console, echo, user_errors
 from gridlab.data.catalog import DATASETS
 from gridlab.data.fetch import fetch_dataset, fetch_vectors, mirror_from_env
@@ -48,38 +50,44 @@ def _known_source(name: str) -> str:
 
 @app.command("list")
 @user_errors
-def list_datasets(data_dir: DataDirOption = None) -> None:
+def list_datasets(data_dir: DataDirOption = None, as_json: JsonOption = False) -> None:
     """Every dataset id, whether its files are present (or partial), and rows per split."""
     root = resolve_data_dir(data_dir)
+    datasets: list[dict[str, Any]] = []
+    for status in inventory(root, default_cache_dir()):
+        spec = status.spec
+        carved = status.present and "dev" not in spec.official_splits
+        rows = {s: status.rows.get(s, "carved" if s == "dev" and carved else None) for s in ("train", "dev", "test")}
+        state = status.state if status.state != "partial" else f"partial: no {'/'.join(status.missing)}"
+        datasets.append(
+            {"id": spec.id, "task": spec.task, "status": state, "rows": rows, "description": spec.description}
+        )
+    vectors: list[dict[str, Any]] = [
+        {"name": name, "dim": v.dim, "status": _vectors_status(name, root), "description": v.description}
+        for name, v in VECTOR_SETS.items()
+    ]
+    if as_json:
+        for record in [*({"dataset": d} for d in datasets), *({"vectors": v} for v in vectors)]:
+            echo(json.dumps(record, sort_keys=True))
+        return
     table = Table(title=f"datasets under {root}", title_justify="left")
     for column in ("id", "task", "status", "train", "dev", "test", "description"):
         table.add_column(column, no_wrap=column != "description")
-    for status in inventory(root, default_cache_dir()):
-        spec = status.spec
-        state = status.state if status.state != "partial" else f"partial: no {'/'.join(status.missing)}"
-        rows = [
-            str(status.rows[s])
-            if s in status.rows
-            else ("carved" if s == "dev" and status.present and s not in spec.official_splits else "-")
-            for s in ("train", "dev", "test")
-        ]
-        table.add_row(spec.id, spec.task, state, *rows, spec.description)
+    for d in datasets:
+        counts = ["-" if d["rows"][s] is None else str(d["rows"][s]) for s in ("train", "dev", "test")]
+        table.add_row(d["id"], d["task"], d["status"], *counts, d["description"])
     console.print(table)
-    console.print(_vectors_table(root))
+    table = Table(title=f"word vectors (model.embeddings) under {vectors_folder(root)}", title_justify="left")
+    for column in ("name", "dim", "status", "description"):
+        table.add_column(column, no_wrap=column != "description")
+    for v in vectors:
+        table.add_row(v["name"], str(v["dim"]), v["status"], v["description"])
+    console.print(table)
     source = data_dir_source(data_dir)[1]
     echo(
         f"looked in {root} ({source}); read another folder with --data-dir PATH, GRIDLAB_DATA=PATH, or for good "
         "with `gridlab config set data_dir PATH`"
     )
-
-
-def _vectors_table(root: Path) -> Table:
-    table = Table(title=f"word vectors (model.embeddings) under {vectors_folder(root)}", title_justify="left")
-    for column in ("name", "dim", "status", "description"):
-        table.add_column(column, no_wrap=column != "description")
-    for name, vector_set in VECTOR_SETS.items():
-        table.add_row(name, str(vector_set.dim), _vectors_status(name, root), vector_set.description)
-    return table
 
 
 def _vectors_status(name: str, root: Path) -> str:

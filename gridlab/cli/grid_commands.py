@@ -28,6 +28,7 @@ WhereOption = Annotated[
     ),
 ]
 COLUMNS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
+JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table.")]
 
 
 def load(grid: Path, where: list[str] | None = None, check_data: bool = True) -> ExpandedGrid:
@@ -57,7 +58,7 @@ def validate(grid: GridArg) -> None:
 @user_errors
 def plan(
     grid: GridArg,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per cell instead of a table.")] = False,
+    as_json: JsonOption = False,
     where: WhereOption = None,
 ) -> None:
     """Show every cell (id, dataset, encoder, ...) and what would run for it, with counts."""

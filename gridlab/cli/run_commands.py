@@ -3,12 +3,13 @@ where each cell stands, and send MLflow what a tracking outage held back."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import json
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
-from gridlab.cli.grid_commands import GridArg, WhereOption, load
+from gridlab.cli.grid_commands import GridArg, JsonOption, WhereOption, load
 from gridlab.cli.output import console, echo, user_errors
 from gridlab.errors import GridlabError
 from gridlab.grid.suggest import unknown
@@ -99,27 +100,39 @@ def track(grid: GridArg) -> None:
 
 
 @user_errors
-def status(grid: GridArg, where: WhereOption = None) -> None:
+def status(grid: GridArg, where: WhereOption = None, as_json: JsonOption = False) -> None:
     """Per cell: trained, failed (with the reason) or pending; where its checkpoint and MLflow run are."""
     expanded = load(grid, where, check_data=False)  # the grid and the results folder say it all
     store = ModelStore(expanded.workspace.models)
-    table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
-    for column in ("cell", "dataset", "encoder", "attention", "seed", "state", "detail", "checkpoint / MLflow run"):
-        table.add_column(column, no_wrap=column not in ("detail", "checkpoint / MLflow run"))
-    counts = {"trained": 0, "failed": 0, "pending": 0}
+    records: list[dict[str, Any]] = []
     for cell in expanded.cells:
         folder = store.cell(cell.id)
         state = folder.state()
-        counts[state] += 1
-        detail, location = "", ""
-        run = folder.mlflow_run_id() or "-"
-        if state == "trained":
-            metrics = folder.read(CellFiles.METRICS)
-            detail = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if k.startswith("test_"))
-            location = f"{folder.checkpoint} / {run}"
-        elif state == "failed":
-            detail, location = folder.failure_reason() or "", f"- / {run}"
+        metrics = folder.read(CellFiles.METRICS) if state == "trained" else {}
         c = cell.config
-        table.add_row(cell.id, c.dataset, c.encoder, c.attention, str(c.seed), state, detail, location)
+        records.append(
+            {
+                "id": cell.id,
+                **{axis: getattr(c, axis) for axis in ("dataset", "encoder", "attention", "seed")},
+                "state": state,
+                "test": {k: v for k, v in metrics.items() if k.startswith("test_")},
+                "failure": folder.failure_reason() if state == "failed" else None,
+                "checkpoint": str(folder.checkpoint) if state == "trained" else None,
+                "mlflow_run": folder.mlflow_run_id(),
+            }
+        )
+    if as_json:
+        for record in records:
+            echo(json.dumps(record, sort_keys=True))
+        return
+    table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
+    for column in ("cell", "dataset", "encoder", "attention", "seed", "state", "detail", "checkpoint / MLflow run"):
+        table.add_column(column, no_wrap=column not in ("detail", "checkpoint / MLflow run"))
+    for r in records:
+        detail = r["failure"] or ", ".join(f"{k} {v:.4g}" for k, v in r["test"].items())
+        location = "" if r["state"] == "pending" else f"{r['checkpoint'] or '-'} / {r['mlflow_run'] or '-'}"
+        row = [r["id"], r["dataset"], r["encoder"], r["attention"], str(r["seed"]), r["state"], detail, location]
+        table.add_row(*row)
     console.print(table)
-    echo(f"{counts['trained']} trained, {counts['failed']} failed, {counts['pending']} pending")
+    states = [r["state"] for r in records]
+    echo(f"{states.count('trained')} trained, {states.count('failed')} failed, {states.count('pending')} pending")

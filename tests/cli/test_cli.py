@@ -187,7 +187,20 @@ def test_status_and_plan_need_no_datasets(in_tmp: Path, monkeypatch):
     for command in ("status", "plan"):
         result = run(command, str(grid))
         assert result.exit_code == 0, result.output
-        assert "1 pending" in result.output or "pending" in result.output
+        assert "pending" in result.output
+    listed = run("status", str(grid), "--json")
+    cell = json.loads(listed.stdout)  # one cell, one line, its full id
+    assert cell["state"] == "pending" and len(cell["id"]) == 12 and cell["dataset"] == "imdb"
+
+
+def test_data_list_as_json_lines(in_tmp: Path):
+    result = run("data", "list", "--json")
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    datasets = {r["dataset"]["id"]: r["dataset"] for r in records if "dataset" in r}
+    assert set(datasets) == set(DATASETS)
+    assert datasets["sst"]["status"] == "present" and datasets["sst"]["rows"]["test"] > 0
+    assert {r["vectors"]["name"] for r in records if "vectors" in r} == set(VECTOR_SETS)
 
 
 def test_data_check_verifies_every_present_file(in_tmp: Path):
