@@ -138,4 +138,7 @@ def _print_counts(expanded: ExpandedGrid, states: dict[str, str]) -> None:
         if analysis_id not in IMPLEMENTATIONS:
             line += "; not implemented yet: validated and planned, not run"
         echo(line)
+    from gridlab.execution.estimate import estimate  # reads the plan's jobs: torch, as above
+
+    echo(f"left, at the pace measured in {expanded.results_dir}/: {estimate(expanded, states).describe()}")
     echo(f"results: {expanded.results_dir}/   data: {expanded.data_dir}/")

@@ -31,6 +31,7 @@ from gridlab.execution.runner import ShardOutcome, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
+from gridlab.store.timings import record_shard
 from gridlab.text import counted
 
 
@@ -128,6 +129,9 @@ class AnalysisDispatcher:
             outcome = ray.get(ref)
             self.report.written += len(outcome.paths)
             self._idle.append(actor)
+            if outcome.padded_tokens:  # a shard of instances was analysed: its time feeds `gridlab plan`
+                instances = job.shard.stop - job.shard.start
+                record_shard(self.grid.workspace, job.cell_id, job.shard.index, instances, outcome.seconds)
         except RayActorError as error:  # died more often than it may restart: give it up
             self._fail(job, error)
             self._release([actor])

@@ -29,7 +29,8 @@ from gridlab.report.fidelity_text import grid_markdown, tolerance_frame
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.published import PAPERS_WITHOUT_NUMBERS
 from gridlab.report.render import markdown_table
-from gridlab.report.walltime import WallTime, duration, wall_time
+from gridlab.report.walltime import WallTime, wall_time
+from gridlab.text import duration
 
 SETTINGS_FILE = Path(__file__).with_name("fidelity_settings.csv")
 SETTINGS_COLUMNS = ("paper", "setting", "paper_says", "original_code", "gridlab", "why")

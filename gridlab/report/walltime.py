@@ -14,12 +14,12 @@ Only JSON is read here (no Ray): a report runs where the results are, with or wi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from gridlab.store.layout import GridWorkspace
-from gridlab.text import counted
+from gridlab.store.timings import json_lines
+from gridlab.text import counted, duration
 
 
 @dataclass(frozen=True)
@@ -49,39 +49,16 @@ class WallTime:
         return f"{launches}; {trials}"
 
 
-def duration(seconds: float) -> str:
-    """'1h02m05s', '4m10s', '12s'."""
-    whole = int(round(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{secs:02d}s"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-
-
 def wall_time(workspace: GridWorkspace) -> WallTime:
     launches, seconds, unfinished = _launches(workspace.launch_log)
     trials, epochs, train = _trials(workspace)
     return WallTime(launches, seconds, unfinished, trials, epochs, train)
 
 
-def _json_lines(path: Path) -> list[dict]:
-    """The parseable JSON objects of a file, one per line (a line cut by a kill is skipped)."""
-    lines = []
-    for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            lines.append(value)
-    return lines
-
-
 def _launches(log: Path) -> tuple[int, float, int]:
     if not log.is_file():
         return 0, 0.0, 0
-    lines = _json_lines(log)
+    lines = json_lines(log)
     started = {line.get("launch") for line in lines if line.get("event") == "start"}
     ended = {line.get("launch"): line for line in lines if line.get("event") == "end"}
     finished = [line for line in ended.values() if isinstance(line.get("seconds"), (int, float))]
@@ -92,7 +69,7 @@ def _launches(log: Path) -> tuple[int, float, int]:
 def _trials(workspace: GridWorkspace) -> tuple[int, int, float]:
     trials, epochs, seconds = 0, 0, 0.0
     for path in workspace.tune_results():
-        reports = _json_lines(path)
+        reports = json_lines(path)
         if not reports:
             continue
         trials += 1

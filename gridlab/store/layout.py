@@ -9,6 +9,7 @@ results_dir/                        Results: shared by every grid written there
         models/<cell id>/           a trained (or failed) cell: the files of CellFiles
         analyses/<analysis>/cell=<cell id>/part-NNNNN.parquet    one part per shard
         analyses/shard-order.json   how shards cut the test instances (length order; parts without it: file order)
+        analyses/shards.jsonl       a line per analysed shard: its instances and seconds (`store.timings`)
         summary.parquet             one row per cell and analysis
         tracking/                   what MLflow is told, journaled first (journal.jsonl) and how much was sent
         report/, annotation/        where `gridlab report` and `gridlab annotate` write by default
@@ -72,6 +73,10 @@ class GridWorkspace:
     @property
     def tracking(self) -> Path:
         return self.path / "tracking"
+
+    @property
+    def shard_log(self) -> Path:
+        return self.analyses / "shards.jsonl"
 
     @property
     def shard_order(self) -> Path:

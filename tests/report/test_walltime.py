@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from gridlab.report.walltime import WallTime, duration, wall_time
+from gridlab.report.walltime import WallTime, wall_time
 from gridlab.store.layout import GridWorkspace
+from gridlab.text import duration
 
 
 def write_trial(workspace: GridWorkspace, launch: str, cell: str, seconds: list[float]) -> None:

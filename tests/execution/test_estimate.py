@@ -1,0 +1,36 @@
+"""`gridlab plan`'s estimate of the work left, from what the results folder measured: a cell to train costs
+its epochs at the median epoch time of its likes (same dataset, encoder and architecture first), and work
+with nothing measured like it is counted, never guessed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from gridlab.execution.estimate import Estimate, estimate
+from gridlab.grid.expand import expand
+from gridlab.grid.load import load_grid_file
+
+
+def test_a_cell_to_train_costs_its_epochs_at_its_likes_pace(tmp_path: Path):
+    spec = {
+        "name": "g",
+        "results_dir": str(tmp_path / "runs"),
+        "grid": {"dataset": ["sst", "synthetic"], "encoder": ["lstm"], "seed": [0, 1]},
+        "train": {"epochs": 10},
+    }
+    (tmp_path / "g.yaml").write_text(yaml.safe_dump(spec))
+    grid = expand(load_grid_file(tmp_path / "g.yaml"), str(tmp_path / "g.yaml"), check_data=False)
+    trained = next(c for c in grid.cells if c.config.dataset == "sst" and c.config.seed == 0)
+    trial = grid.workspace.tune / "launch-001" / trained.id
+    trial.mkdir(parents=True)
+    reports = [{"epoch": e, "time_this_iter_s": t} for e, t in ((1, 30.0), (2, 10.0), (3, 12.0))]
+    trial.joinpath("result.json").write_text("\n".join(json.dumps(r) for r in [*reports, {"final": True}]))
+    states = {c.id: "trained" if c.id == trained.id else "pending" for c in grid.cells}
+    left = estimate(grid, states)
+    # the other sst cell: 10 epochs at the median 12 s; the synthetic cells have no measured like
+    assert left == Estimate(120.0, 1, 2, 0.0, 0, 0)
+    assert left.describe() == "training at most 2m00s for 1 cell (2 cells more with nothing measured like them)"
+    assert estimate(grid, dict.fromkeys(states, "trained")).describe() == "nothing left to train or analyse"
