@@ -9,6 +9,8 @@ from typing import TypeVar
 
 import typer
 from rich.console import Console
+from rich.live import Live
+from rich.table import Table
 
 from gridlab.errors import GridlabError, Interrupted
 
@@ -21,6 +23,36 @@ console = Console(width=None if sys.stdout.isatty() else 200, highlight=False)
 def echo(text: str = "") -> None:
     """Plain text: never interpreted as rich markup (paths like `grid.encoder[1]` contain brackets)."""
     typer.echo(text)
+
+
+class LiveBoard:
+    """On a terminal, a live region under the printed lines: a row per running trial (its epoch, dev metric and
+    time per epoch) and one for the analyses (shards done, time left), redrawn in place; lines printed
+    meanwhile scroll above it. `status(key, None)` drops a row."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, str] = {}
+        self.live = Live(self._render(), console=console, transient=True, auto_refresh=False)
+
+    def __enter__(self) -> LiveBoard:
+        self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.stop()
+
+    def status(self, key: str, text: str | None) -> None:
+        if text is None:
+            self.rows.pop(key, None)
+        else:
+            self.rows[key] = text
+        self.live.update(self._render(), refresh=True)
+
+    def _render(self) -> Table:
+        table = Table.grid(padding=(0, 1))
+        for key, text in self.rows.items():
+            table.add_row(f"[bold]{key}[/bold]", text)
+        return table
 
 
 def warn(text: str) -> None:

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from gridlab.cli.grid_commands import GridArg, JsonOption, WhereOption, load
-from gridlab.cli.output import console, echo, user_errors
+from gridlab.cli.output import LiveBoard, console, echo, user_errors
 from gridlab.errors import GridlabError
 from gridlab.grid.suggest import unknown
 from gridlab.store.layout import CellFiles
@@ -37,7 +37,11 @@ def launch(
     from gridlab.execution.launch import launch as run_launch  # Ray and MLflow load only for this command
 
     expanded = load(grid, where)
-    report = run_launch(expanded, force or [], address, emit=echo)
+    if console.is_terminal:  # a live row per running trial and for the analyses, redrawn in place
+        with LiveBoard() as board:
+            report = run_launch(expanded, force or [], address, emit=echo, status=board.status)
+    else:  # a log, a pipe, CI: a plain line per epoch and per shard
+        report = run_launch(expanded, force or [], address, emit=echo)
     if report.trained or report.failed:
         echo(f"done: {len(report.trained)} trained, {len(report.failed)} failed, {report.skipped} already trained")
     for cell_id, reason in report.failed.items():

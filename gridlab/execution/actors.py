@@ -68,10 +68,13 @@ class AnalysisReport:
 class AnalysisDispatcher:
     """A queue of shard jobs in front of a pool of `AnalysisActor`s; driven by `pump` (never blocks long)."""
 
-    def __init__(self, grid: ExpandedGrid, emit: Callable[[str], None]):
+    def __init__(
+        self, grid: ExpandedGrid, emit: Callable[[str], None], status: Callable[[str, str | None], None] | None = None
+    ):
         check_shard_order(grid.workspace)
         self.grid = grid
         self.emit = emit
+        self.show = status  # a live row for the analyses (a terminal), else None: a line per shard
         self.report = AnalysisReport(not_implemented=not_implemented(grid))
         self._queue: deque[ShardJob] = deque()
         self._idle: list = []
@@ -139,10 +142,16 @@ class AnalysisDispatcher:
             self._fail(job, error)
             self._idle.append(actor)
         elapsed = time.monotonic() - self._started
-        self.emit(
+        text = (
             f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] analyses: {self._done}/{self._shards} shards"
             f"{eta(elapsed, self._done, self._shards)}, {self.report.written} parts written{shard_cost(job, outcome)}"
         )
+        if self.show is None or (self._done == self._shards and not self._queue):
+            if self.show is not None:
+                self.show("analyses", None)
+            self.emit(text)
+        else:
+            self.show("analyses", text)
 
     def _fail(self, job: ShardJob, error: Exception) -> None:
         last = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__

@@ -3,6 +3,7 @@ the grid's analyses on every trained cell (`plan`, `actors`): a model's shards s
 trained, while the other trials go on, and the cells trained earlier are analysed after training.
 
     >>> report = launch(expanded, force=[], address=None, emit=print)
+    >>> report = launch(expanded, [], None, emit=print, status=board.status)   # live rows on a terminal
 
 Cells already in the model store are skipped, so adding values to an axis trains only the new cells. Each
 launch is one Tune experiment under `results_dir/<grid>/tune/launch-NNN`; a marker file says whether it
@@ -69,12 +70,21 @@ def cells_to_train(grid: ExpandedGrid, force: list[str]) -> list[Cell]:
     return [c for c in grid.cells if c.id in force or store.cell(c.id).state() != "trained"]
 
 
-def launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None]) -> LaunchReport:
+Status = Callable[[str, str | None], None]  # the live row of a running trial or of the analyses; None drops it
+
+
+def launch(
+    grid: ExpandedGrid,
+    force: list[str],
+    address: str | None,
+    emit: Callable[[str], None],
+    status: Status | None = None,
+) -> LaunchReport:
     """Train what is untrained and run (or resume) the analyses of every trained cell, each model's as soon
     as it is trained. A forced cell's old rows (and its seed peers' seed_variance rows) are dropped first.
     Its start and end go to the grid's launch log (a study's wall time, `gridlab fidelity`)."""
     with exclusive(grid.workspace, "launch"), _timed(grid) as record:
-        report = _launch(grid, force, address, emit)
+        report = _launch(grid, force, address, emit, status)
         record.update(trained=len(report.trained), failed=len(report.failed))
     return report
 
@@ -105,15 +115,17 @@ def _log_launch(grid: ExpandedGrid, line: dict) -> None:
         log.write(json.dumps(line) + "\n")
 
 
-def _launch(grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None]) -> LaunchReport:
+def _launch(
+    grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None], status: Status | None
+) -> LaunchReport:
     pending = cells_to_train(grid, force)
     _drop_stale_rows(grid, force, emit)
     tracker = tracker_for(grid)
     tracker.deliver()  # what an earlier launch could not send goes first
     with ray_session(address if address is not None else grid.spec.ray.address):
-        dispatcher = AnalysisDispatcher(grid, emit) if grid.analyses else None
+        dispatcher = AnalysisDispatcher(grid, emit, status) if grid.analyses else None
         try:
-            report = _train(grid, pending, force, emit, dispatcher, tracker)
+            report = _train(grid, pending, force, emit, dispatcher, tracker, status)
             if dispatcher is not None:
                 analyses = run_analyses(grid, emit, dispatcher=dispatcher)
                 summarize(grid, tracker, emit)
@@ -165,6 +177,7 @@ def _train(
     emit: Callable[[str], None],
     dispatcher: AnalysisDispatcher | None,
     tracker: Tracker,
+    status: Status | None = None,
 ) -> LaunchReport:
     if not pending:
         emit(f"nothing to train: all {counted(len(grid.cells), 'cell')} of {grid.spec.name} are trained")
@@ -188,7 +201,8 @@ def _train(
     for cell_id in force:
         tracker.supersede(cell_id)
     if remaining:
-        _run(grid, remaining, tracker, emit, already=len(grid.cells) - len(pending), dispatcher=dispatcher)
+        already = len(grid.cells) - len(pending)
+        _run(grid, remaining, tracker, emit, already=already, dispatcher=dispatcher, status=status)
     folders = {c.id: store.cell(c.id) for c in pending}
     return LaunchReport(
         trained=[i for i, s in folders.items() if s.state() == "trained"],
@@ -209,6 +223,7 @@ def _run(
     emit: Callable[[str], None],
     already: int,
     dispatcher: AnalysisDispatcher | None,
+    status: Status | None = None,
 ) -> None:
     resources = grid.spec.resources.train
     cache_dir = grid.results.cache
@@ -235,6 +250,7 @@ def _run(
         {c.id: c.config.model_dump(mode="json") for c in cells},
         already,
         emit,
+        status,
     )
     tuner = tune.Tuner(
         _trainable(grid),

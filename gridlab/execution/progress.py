@@ -33,6 +33,7 @@ class GridProgress(tune.Callback):
         cells: dict[str, dict[str, Any]],
         already_trained: int,
         emit: Callable[[str], None],
+        status: Callable[[str, str | None], None] | None = None,
     ):
         self.grid = grid
         self.models = models  # GridWorkspace.models: where finished trials are published
@@ -41,14 +42,18 @@ class GridProgress(tune.Callback):
         self.cells = cells  # cell id -> resolved config (JSON)
         self.already_trained = already_trained
         self.emit = emit
+        self.show = status  # a live row per running trial (a terminal), else None: a line per epoch
         self.status = {cell_id: "pending" for cell_id in cells}
         self.opened: set[str] = set()  # cells whose tracking run this launch has opened
         self.started = time.monotonic()
 
+    def __getstate__(self) -> dict:  # Tune saves the callback with its experiment: a live display is not saved
+        return {**self.__dict__, "show": None}
+
     def __setstate__(self, state: dict) -> None:  # a restored experiment counts time from its restart
         if "runs" in state:  # saved by a gridlab whose tracker sent at once, without a journal
             state = _journaled(state)
-        self.__dict__.update(state)
+        self.__dict__.update({"show": None, **state})
         self.started = time.monotonic()
 
     # Tune hooks ------------------------------------------------------------------------------------
@@ -64,7 +69,10 @@ class GridProgress(tune.Callback):
         metrics = {k: v for k, v in result.items() if k in ("train_loss",) or k.startswith("dev_")}
         self._open(cell_id)
         self.tracker.log_epoch(cell_id, int(result["epoch"]), metrics)
-        self._say(cell_id, "running", epoch_line(self.cells[cell_id], result))
+        if self.show is not None:
+            self.show(cell_id, f"{self._what(cell_id)}: {epoch_line(self.cells[cell_id], result)}")
+        else:
+            self._say(cell_id, "running", epoch_line(self.cells[cell_id], result))
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         cell_id = cell_id_of(trial)
@@ -125,11 +133,16 @@ class GridProgress(tune.Callback):
 
     def _set(self, cell_id: str, status: str, detail: str) -> None:
         self.status[cell_id] = status
+        if self.show is not None and status != "running":
+            self.show(cell_id, None)
         self._say(cell_id, status, detail)
 
-    def _say(self, cell_id: str, status: str, detail: str) -> None:
+    def _what(self, cell_id: str) -> str:
         config = self.cells[cell_id]
-        what = f"{config['dataset']}/{config['encoder']}/{config['attention']}/seed {config['seed']}"
+        return f"{config['dataset']}/{config['encoder']}/{config['attention']}/seed {config['seed']}"
+
+    def _say(self, cell_id: str, status: str, detail: str) -> None:
+        what = self._what(cell_id)
         c = self.counts()
         elapsed = time.monotonic() - self.started
         self.emit(
