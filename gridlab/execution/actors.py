@@ -32,7 +32,7 @@ from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 from gridlab.store.timings import record_shard
-from gridlab.text import counted
+from gridlab.text import counted, duration
 
 
 @ray.remote(max_restarts=2, max_task_retries=2)
@@ -82,6 +82,7 @@ class AnalysisDispatcher:
         self._submitted: set[tuple[str, int, str]] = set()
         self._shards = self._done = 0
         self._started = time.monotonic()
+        self._shard_seconds = 0.0  # the analysed shards' own time, summed: their pace, whatever ran before
 
     def submit(self, jobs: list[ShardJob]) -> int:
         """Queue the parts of these jobs that are not queued or running already; returns the shards queued."""
@@ -132,6 +133,7 @@ class AnalysisDispatcher:
             outcome = ray.get(ref)
             self.report.written += len(outcome.paths)
             self._idle.append(actor)
+            self._shard_seconds += outcome.seconds
             if outcome.padded_tokens:  # a shard of instances was analysed: its time feeds `gridlab plan`
                 instances = job.shard.stop - job.shard.start
                 record_shard(self.grid.workspace, job.cell_id, job.shard.index, instances, outcome.seconds)
@@ -144,7 +146,8 @@ class AnalysisDispatcher:
         elapsed = time.monotonic() - self._started
         text = (
             f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] analyses: {self._done}/{self._shards} shards"
-            f"{eta(elapsed, self._done, self._shards)}, {self.report.written} parts written{shard_cost(job, outcome)}"
+            f"{eta(self._shard_seconds, self._done, self._shards, self._slots())}, {self.report.written} parts "
+            f"written{shard_cost(job, outcome)}"
         )
         if self.show is None or (self._done == self._shards and not self._queue):
             if self.show is not None:
@@ -185,14 +188,12 @@ class AnalysisDispatcher:
             ray.kill(actor)
 
 
-def eta(elapsed: float, done: int, total: int) -> str:
-    """' (about 4m10s left)': the shards left at the pace of those done; nothing before the first or after
-    the last."""
+def eta(shard_seconds: float, done: int, total: int, parallel: int) -> str:
+    """' (about 4m10s left)': the shards left at the mean time of those done, `parallel` at once; nothing
+    before the first or after the last. (Not the time since the first was queued: that includes training.)"""
     if not done or done >= total:
         return ""
-    left = elapsed / done * (total - done)
-    minutes, seconds = divmod(int(round(left)), 60)
-    return f" (about {minutes}m{seconds:02d}s left)" if minutes else f" (about {seconds}s left)"
+    return f" (about {duration(shard_seconds / done * (total - done) / max(1, parallel))} left)"
 
 
 def shard_cost(job: ShardJob, outcome: ShardOutcome | None) -> str:

@@ -17,6 +17,7 @@ def test_an_epoch_line_gives_the_selection_metric_and_the_epochs_time():
 
 
 def test_the_time_left_follows_the_pace_of_the_shards_done():
-    assert eta(60.0, 2, 10) == " (about 4m00s left)"
-    assert eta(10.0, 5, 6) == " (about 2s left)"
-    assert eta(10.0, 0, 6) == "" and eta(10.0, 6, 6) == ""
+    assert eta(60.0, 2, 10, 1) == " (about 4m00s left)"  # 30 s a shard, 8 left, one at a time
+    assert eta(60.0, 2, 10, 2) == " (about 2m00s left)"  # two actors at once
+    assert eta(10.0, 5, 6, 1) == " (about 2s left)"
+    assert eta(10.0, 0, 6, 1) == "" and eta(10.0, 6, 6, 1) == ""
