@@ -60,8 +60,16 @@ def plan(
     grid: GridArg,
     as_json: JsonOption = False,
     where: WhereOption = None,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            help="Time a few training batches and one analysed batch of each kind of cell this results folder "
+            "has not measured yet, on its data, for the estimate of the time left (reads those datasets).",
+        ),
+    ] = False,
 ) -> None:
-    """Show every cell (id, dataset, encoder, ...) and what would run for it, with counts."""
+    """Show every cell (id, dataset, encoder, ...) and what would run for it, with counts and the time left."""
     expanded = load(grid, where, check_data=False)  # the grid and the results folder say it all
     store = ModelStore(expanded.workspace.models)
     states: dict[str, str] = {cell.id: store.cell(cell.id).state() for cell in expanded.cells}
@@ -80,7 +88,7 @@ def plan(
             )
         return
     console.print(_cells_table(expanded, states))
-    _print_counts(expanded, states)
+    _print_counts(expanded, states, calibrate)
 
 
 def _extra_axes(expanded: ExpandedGrid) -> list[str]:
@@ -112,7 +120,7 @@ def _get(config: dict, path: str) -> str:
     return str(node)
 
 
-def _print_counts(expanded: ExpandedGrid, states: dict[str, str]) -> None:
+def _print_counts(expanded: ExpandedGrid, states: dict[str, str], calibrated: bool) -> None:
     spec = expanded.spec
     cells = expanded.cells
     untrained = [c for c in cells if states[c.id] != "trained"]
@@ -138,7 +146,14 @@ def _print_counts(expanded: ExpandedGrid, states: dict[str, str]) -> None:
         if analysis_id not in IMPLEMENTATIONS:
             line += "; not implemented yet: validated and planned, not run"
         echo(line)
-    from gridlab.execution.estimate import estimate  # reads the plan's jobs: torch, as above
+    from gridlab.execution.estimate import calibrate, estimate  # reads the plan's jobs: torch, as above
 
-    echo(f"left, at the pace measured in {expanded.results_dir}/: {estimate(expanded, states).describe()}")
+    calibration = calibrate(expanded, states) if calibrated else None
+    left = estimate(expanded, states, calibration)
+    where = f"the pace measured in {expanded.results_dir}/"
+    if calibration is not None and calibration.kinds:
+        where += f" and calibrated just now on {counted(calibration.kinds, 'kind')} of cell"
+    echo(f"left, at {where}: {left.describe()}")
+    if left.train_unknown or left.analysis_unknown:
+        echo(f"  `gridlab plan {expanded.file} --calibrate` times a few batches of each kind not measured yet")
     echo(f"results: {expanded.results_dir}/   data: {expanded.data_dir}/")

@@ -11,14 +11,28 @@ measured like is counted, not guessed.
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import pyarrow as pa
+import torch
+
+from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
+from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.catalog.analyses import ANALYSES
+from gridlab.config.schema import CellConfig
+from gridlab.data.batching import iterate_batches, sample_rows, training_rows
+from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.execution.plan import plan_jobs
+from gridlab.execution.runner import analyse_batches
 from gridlab.grid.expand import Cell, ExpandedGrid
+from gridlab.models.classifier import AttentionClassifier
+from gridlab.models.factory import build_model
+from gridlab.runtime import set_torch_threads
 from gridlab.store.timings import epoch_seconds, shard_seconds
 from gridlab.text import counted, duration
+from gridlab.training.loop import batch_loss, hierarchical, make_optimizer
 
 LIKENESS: tuple[Callable[[Cell], tuple], ...] = (
     lambda c: (c.config.dataset, c.config.encoder, c.config.architecture),
@@ -70,10 +84,23 @@ def _part(what: str, seconds: float, known: str, n_known: int, unknown: str, n_u
     return ""
 
 
-def estimate(grid: ExpandedGrid, states: Mapping[str, str]) -> Estimate:
+@dataclass(frozen=True)
+class Calibration:
+    """Measured just now on one cell of each kind that the results folder has not measured yet: its seconds
+    per training epoch and per analysed test instance (None where it has no per-instance analysis)."""
+
+    epoch_seconds: dict[str, float]  # representative cell id -> seconds per epoch
+    instance_seconds: dict[str, float]  # representative cell id -> seconds per analysed instance
+    kinds: int
+
+
+def estimate(grid: ExpandedGrid, states: Mapping[str, str], calibration: Calibration | None = None) -> Estimate:
     by_id = {c.id: c for c in grid.cells}
     epochs = {c: statistics.median(s) for c, s in epoch_seconds(grid.workspace).items() if c in by_id and s}
     shards = {c: s / n for c, (n, s) in shard_seconds(grid.workspace).items() if c in by_id and n}
+    if calibration is not None:  # what was measured in earnest wins over a few batches
+        epochs = {**calibration.epoch_seconds, **epochs}
+        shards = {**calibration.instance_seconds, **shards}
     train_seconds, train_cells, train_unknown = 0.0, 0, 0
     for cell in grid.cells:
         if states[cell.id] == "trained":
@@ -120,3 +147,83 @@ def _instances_left(grid: ExpandedGrid, states: Mapping[str, str]) -> dict[str, 
         if states[cell.id] != "trained" and grid.spec.instances:
             left[cell.id] = grid.spec.instances
     return left
+
+
+CALIBRATION_BATCHES = 4  # timed training batches per kind of cell, after one to warm up
+
+
+def calibrate(grid: ExpandedGrid, states: Mapping[str, str]) -> Calibration:
+    """Time a few training batches and one batch of the grid's per-instance analyses for one untrained cell of
+    each kind (same dataset, encoder and architecture) that nothing in the results folder measured, on its
+    real data with an untrained model. It reads (and prepares) those datasets, as a launch would."""
+    by_id = {c.id: c for c in grid.cells}
+    measured = {LIKENESS[0](by_id[c]) for c in epoch_seconds(grid.workspace) if c in by_id}
+    kinds: dict[tuple, Cell] = {}
+    for cell in grid.cells:
+        if states[cell.id] != "trained" and LIKENESS[0](cell) not in measured:
+            kinds.setdefault(LIKENESS[0](cell), cell)
+    set_torch_threads(grid.spec.resources.train.cpu)
+    epochs, instances = {}, {}
+    for cell in kinds.values():
+        config = cell.config
+        data = load_dataset(config.dataset, grid.data_dir, grid.results.cache, config.data)
+        torch.manual_seed(config.seed)
+        model = build_model(config, data)
+        epochs[cell.id] = _seconds_per_epoch(model, data, config)
+        per_instance = _seconds_per_instance(grid, cell, model.eval(), data)
+        if per_instance is not None:
+            instances[cell.id] = per_instance
+    return Calibration(epochs, instances, len(kinds))
+
+
+def _seconds_per_epoch(model: torch.nn.Module, data: PreparedDataset, config: CellConfig) -> float:
+    table = data.splits["train"]
+    chosen = training_rows(table.num_rows, config.train.max_train, config.train.subset)
+    rows = table.num_rows if chosen is None else len(chosen)
+    optimizer = make_optimizer(model, config.train)
+    model.train()
+    batches = iterate_batches(
+        table,
+        config.train.batch_size,
+        shuffle=True,
+        seed=0,
+        sentences=hierarchical(model),
+        bucketed=config.train.batching == "bucketed",
+    )
+    times = []
+    for _, batch in zip(range(CALIBRATION_BATCHES + 1), batches):
+        started = time.perf_counter()
+        loss = batch_loss(model, batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        times.append(time.perf_counter() - started)
+    per_batch = statistics.median(times[1:] or times)
+    return per_batch * -(-rows // config.train.batch_size)
+
+
+def _seconds_per_instance(
+    grid: ExpandedGrid, cell: Cell, model: torch.nn.Module, data: PreparedDataset
+) -> float | None:
+    """One batch of the grid's per-instance analyses (seed-peer analyses left out) on a sample of test rows."""
+    config = cell.config.model_dump()
+    chosen = {
+        a: IMPLEMENTATIONS[a]
+        for a in grid.analyses
+        if a in IMPLEMENTATIONS and issubclass(IMPLEMENTATIONS[a], InstanceAnalysis) and ANALYSES[a].applies(config)
+    }
+    if not chosen or not isinstance(model, AttentionClassifier):
+        return None
+    device = torch.device("cpu")
+    test = data.splits["test"]
+    contexts = {
+        a: AnalysisContext(
+            cell.id, model, device, grid.analyses[a], cell.config, split_rows=test, label_names=data.label_names
+        )
+        for a in chosen
+    }
+    rows = test.take(pa.array(sample_rows(test.num_rows, grid.spec.analysis_batch_size)))
+    started = time.perf_counter()
+    batches = iterate_batches(rows, grid.spec.analysis_batch_size, sentences=hasattr(model, "word_attention"))
+    analyse_batches(batches, model, chosen, contexts, [], (), device)
+    return (time.perf_counter() - started) / rows.num_rows

@@ -34,3 +34,29 @@ def test_a_cell_to_train_costs_its_epochs_at_its_likes_pace(tmp_path: Path):
     assert left == Estimate(120.0, 1, 2, 0.0, 0, 0)
     assert left.describe() == "training at most 2m00s for 1 cell (2 cells more with nothing measured like them)"
     assert estimate(grid, dict.fromkeys(states, "trained")).describe() == "nothing left to train or analyse"
+
+
+def test_plan_calibrates_what_nothing_measured_on_request(tmp_path: Path, data_dir: Path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from gridlab.cli import app
+
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    spec = {
+        "name": "g",
+        "results_dir": str(tmp_path / "runs"),
+        "grid": {"dataset": ["synthetic"], "encoder": ["average"], "seed": [0, 1]},
+        "model": {"embedding_dim": 8, "hidden_size": 8, "attention_size": 8},
+        "train": {"epochs": 2, "batch_size": 32, "max_train": 256},
+        "analyses": {"permutation": {"n": 5}},
+        "instances": 64,
+    }
+    (tmp_path / "g.yaml").write_text(yaml.safe_dump(spec))
+    plain = CliRunner().invoke(app, ["plan", str(tmp_path / "g.yaml")])
+    assert "training: 2 cells, nothing measured like them yet" in plain.output
+    assert "--calibrate` times a few batches of each kind not measured yet" in plain.output
+    calibrated = CliRunner().invoke(app, ["plan", str(tmp_path / "g.yaml"), "--calibrate"])
+    assert calibrated.exit_code == 0, calibrated.output
+    line = next(line for line in calibrated.output.splitlines() if line.startswith("left, at"))
+    assert "calibrated just now on 1 kind of cell: training at most " in line and " for 2 cells" in line
+    assert "analyses about " in line and "for 128 test instances" in line and "nothing measured" not in line
