@@ -13,7 +13,7 @@ from rich.table import Table
 
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.cli.output import console, echo, user_errors, warn
-from gridlab.grid.expand import Cell, ExpandedGrid, expand, restrict
+from gridlab.grid.expand import ID_LENGTH, Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file
 from gridlab.store.models import ModelStore
 from gridlab.text import counted
@@ -99,7 +99,7 @@ def _cells_table(expanded: ExpandedGrid, states: dict[str, str]) -> Table:
     extra = _extra_axes(expanded)
     table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
     for column in ("cell", "state", *COLUMNS, *extra, "runs"):
-        table.add_column(column, no_wrap=column != "runs")
+        table.add_column(column, no_wrap=column != "runs", min_width=ID_LENGTH if column == "cell" else None)
     for cell in expanded.cells:
         c = cell.config
         config = c.model_dump()

@@ -12,6 +12,7 @@ from rich.table import Table
 from gridlab.cli.grid_commands import GridArg, JsonOption, WhereOption, load
 from gridlab.cli.output import LiveBoard, console, echo, user_errors
 from gridlab.errors import GridlabError
+from gridlab.grid.expand import ID_LENGTH
 from gridlab.grid.suggest import unknown
 from gridlab.store.layout import CellFiles
 from gridlab.store.lock import exclusive
@@ -131,7 +132,8 @@ def status(grid: GridArg, where: WhereOption = None, as_json: JsonOption = False
         return
     table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
     for column in ("cell", "dataset", "encoder", "attention", "seed", "state", "detail", "checkpoint / MLflow run"):
-        table.add_column(column, no_wrap=column not in ("detail", "checkpoint / MLflow run"))
+        wraps = column in ("detail", "checkpoint / MLflow run")  # ids never: they are pasted into --force
+        table.add_column(column, no_wrap=not wraps, min_width=ID_LENGTH if column == "cell" else None)
     for r in records:
         detail = r["failure"] or ", ".join(f"{k} {v:.4g}" for k, v in r["test"].items())
         location = "" if r["state"] == "pending" else f"{r['checkpoint'] or '-'} / {r['mlflow_run'] or '-'}"

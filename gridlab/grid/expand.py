@@ -168,6 +168,9 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
     unusable = unwritable(Path(spec.results_dir))
     if unusable:
         problems.append(("results_dir", unusable))
+    store = spec.tracking_uri.removeprefix("sqlite:///") if spec.tracking_uri else None
+    if store and store != spec.tracking_uri and (unusable := unwritable(Path(store).parent)):
+        problems.append(("tracking_uri", f"the MLflow store's folder: {unusable}"))
     if check_data:
         _check_datasets(cells, resolve_data_dir(spec.data_dir), dict(zip(prefixes, block_axes)), problems)
         _check_vectors(cells, resolve_data_dir(spec.data_dir), problems)

@@ -342,3 +342,26 @@ def test_help_shows_no_types_after_flags(command: list[str]):
     result = run(*command, "--help")
     assert result.exit_code == 0 and "--help" in result.output
     assert "<bool>" not in result.output and "<list[str]>" not in result.output
+
+
+def test_ids_are_never_cut_in_a_narrow_terminal(in_tmp: Path, monkeypatch):
+    from gridlab.cli.output import console
+
+    monkeypatch.setattr(console, "width", 80)
+    grid = in_tmp / "g.yaml"
+    axes = {"dataset": ["sst", "synthetic"], "encoder": ["lstm", "average"], "attention": ["additive", "dot"]}
+    grid.write_text(yaml.safe_dump({"name": "g", "grid": axes, "analyses": {"permutation": {}}}))
+    ids = [json.loads(line)["id"] for line in run("plan", str(grid), "--json").stdout.splitlines()]
+    for command in ("plan", "status"):
+        shown = run(command, str(grid)).stdout
+        assert all(cell_id in shown for cell_id in ids), shown
+
+
+def test_an_unwritable_mlflow_store_folder_is_one_line(in_tmp: Path):
+    (in_tmp / "blocker").write_text("a file where the store's folder should be")
+    grid = in_tmp / "g.yaml"
+    spec = {"name": "g", "grid": {"dataset": ["sst"]}, "tracking_uri": f"sqlite:///{in_tmp}/blocker/mlflow.db"}
+    grid.write_text(yaml.safe_dump(spec))
+    result = run("validate", str(grid))
+    assert result.exit_code == 2
+    assert f"{grid}: tracking_uri: the MLflow store's folder: {in_tmp / 'blocker'} is a file" in result.output
