@@ -27,6 +27,7 @@ from ray.exceptions import RayActorError, RayError
 from gridlab.analyses.base import Analysis
 from gridlab.analyses.registry import BUILT_IN, IMPLEMENTATIONS
 from gridlab.execution.plan import ShardJob, check_shard_order, not_implemented, plan_jobs
+from gridlab.execution.progress import Status
 from gridlab.execution.runner import ShardOutcome, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
@@ -68,9 +69,7 @@ class AnalysisReport:
 class AnalysisDispatcher:
     """A queue of shard jobs in front of a pool of `AnalysisActor`s; driven by `pump` (never blocks long)."""
 
-    def __init__(
-        self, grid: ExpandedGrid, emit: Callable[[str], None], status: Callable[[str, str | None], None] | None = None
-    ):
+    def __init__(self, grid: ExpandedGrid, emit: Callable[[str], None], status: Status | None = None):
         check_shard_order(grid.workspace)
         self.grid = grid
         self.emit = emit

@@ -29,7 +29,7 @@ from gridlab.analyses.seed_variance import peers_of
 from gridlab.errors import GridlabError, Interrupted
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.execution.plan import plan_jobs
-from gridlab.execution.progress import GridProgress
+from gridlab.execution.progress import GridProgress, Status
 from gridlab.execution.ray_session import ray_session
 from gridlab.execution.trainable import cell_id_of, train_cell, trial_params
 from gridlab.grid.expand import Cell, ExpandedGrid
@@ -68,9 +68,6 @@ def cells_to_train(grid: ExpandedGrid, force: list[str]) -> list[Cell]:
             raise GridlabError(unknown("cell id", cell_id, sorted(ids)) + " (see `gridlab plan`)")
     store = ModelStore(grid.workspace.models)
     return [c for c in grid.cells if c.id in force or store.cell(c.id).state() != "trained"]
-
-
-Status = Callable[[str, str | None], None]  # the live row of a running trial or of the analyses; None drops it
 
 
 def launch(

@@ -18,6 +18,9 @@ from gridlab.store.models import ModelStore
 from gridlab.tracking.journal import TrackingJournal
 from gridlab.tracking.runs import Tracker, flatten
 
+# The live status of a running trial or of the analyses, by key (a cell id, "analyses"); None drops it. A
+# terminal shows these as rows redrawn in place (`cli.output.LiveBoard`); without one, lines are printed.
+Status = Callable[[str, str | None], None]
 TAG_KEYS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
 
 
@@ -33,7 +36,7 @@ class GridProgress(tune.Callback):
         cells: dict[str, dict[str, Any]],
         already_trained: int,
         emit: Callable[[str], None],
-        status: Callable[[str, str | None], None] | None = None,
+        status: Status | None = None,
     ):
         self.grid = grid
         self.models = models  # GridWorkspace.models: where finished trials are published
