@@ -81,7 +81,10 @@ def test_plan_tells_trained_cells_from_pending_ones(in_tmp: Path):
     cells = expand(load_grid_file(path), str(path), check_data=False).cells
     store = ModelStore(in_tmp / "runs" / "quick" / "models")
     for cell in cells[:3]:  # as a finished trial leaves them
-        store.publish_trained(cell.id, config={}, weights={}, data_json={}, metrics={"test_accuracy": 0.5}, history=[])
+        rows = {"rows": {"test": 1800}}  # what `plan` reads of a trained cell: its test split's size
+        store.publish_trained(
+            cell.id, config={}, weights={}, data_json=rows, metrics={"test_accuracy": 0.5}, history=[]
+        )
     result = run("plan", str(path))
     assert result.exit_code == 0, result.output
     assert "cells: 3 trained, 1 to train (" in result.stdout
