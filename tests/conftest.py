@@ -21,7 +21,7 @@ def _data_dir() -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def no_user_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
     """A developer's own `gridlab config` settings never reach the tests (nor the processes they start)."""
-    os.environ["GRIDLAB_CONFIG"] = str(tmp_path_factory.mktemp("settings") / "config.json")
+    os.environ["GRIDLAB_CONFIG"] = str(tmp_path_factory.mktemp("settings") / "settings.json")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,7 +1,7 @@
 """The user's own settings, kept between commands: `gridlab config set data_dir PATH` once, and every later
 `status`, `plan`, `launch` or `data list` finds the datasets without an environment variable.
 
-A JSON file: $GRIDLAB_CONFIG, else $XDG_CONFIG_HOME/gridlab/config.json, else ~/.config/gridlab/config.json.
+A JSON file: $GRIDLAB_CONFIG, else $XDG_CONFIG_HOME/gridlab/settings.json, else ~/.config/gridlab/settings.json.
 
     >>> set_setting("data_dir", "/data/gridlab")
     >>> read_settings()
@@ -26,7 +26,7 @@ def settings_path() -> Path:
     if os.environ.get("GRIDLAB_CONFIG"):
         return Path(os.environ["GRIDLAB_CONFIG"])
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "gridlab" / "config.json"
+    return Path(base) / "gridlab" / "settings.json"
 
 
 def read_settings() -> dict[str, str]:
