@@ -5,7 +5,7 @@ dataset, encoder and architecture, else the same dataset and encoder, else the s
 measured like is counted, not guessed.
 
     >>> estimate(expanded, states).describe()
-    'training at most 1h10m05s for 12 cells (3 cells more with nothing measured like them), analyses about ...'
+    'training at most 1h10m05s of work for 12 cells (3 cells more with nothing measured like them), ...'
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class Estimate:
     analysis_unknown: int  # instances whose cell has no measured like
 
     def describe(self) -> str:
-        """'training at most 1h10m05s for 12 cells (3 more with nothing measured like them), analyses about
-        25m00s for 8,000 test instances'; 'nothing left to train or analyse'."""
+        """'training at most 1h10m05s of work for 12 cells (3 cells more with nothing measured like them),
+        analyses about 25m00s of work for 8,000 test instances'; 'nothing left to train or analyse'."""
         parts = [
             _part(
                 "training at most",
@@ -75,10 +75,12 @@ class Estimate:
 
 
 def _part(what: str, seconds: float, known: str, n_known: int, unknown: str, n_unknown: int) -> str:
+    """Seconds are the work's own (trial time, shard time): trials and actors that run side by side share
+    the wall clock."""
     if n_known and n_unknown:
-        return f"{what} {duration(seconds)} for {known} ({unknown} more with nothing measured like them)"
+        return f"{what} {duration(seconds)} of work for {known} ({unknown} more with nothing measured like them)"
     if n_known:
-        return f"{what} {duration(seconds)} for {known}"
+        return f"{what} {duration(seconds)} of work for {known}"
     if n_unknown:
         return f"{what.split()[0]}: {unknown}, nothing measured like them yet"
     return ""

@@ -32,7 +32,7 @@ def test_a_cell_to_train_costs_its_epochs_at_its_likes_pace(tmp_path: Path):
     left = estimate(grid, states)
     # the other sst cell: 10 epochs at the median 12 s; the synthetic cells have no measured like
     assert left == Estimate(120.0, 1, 2, 0.0, 0, 0)
-    assert left.describe() == "training at most 2m00s for 1 cell (2 cells more with nothing measured like them)"
+    assert left.describe() == "training at most 2m00s of work for 1 cell (2 cells more with nothing measured like them)"
     assert estimate(grid, dict.fromkeys(states, "trained")).describe() == "nothing left to train or analyse"
 
 
@@ -58,5 +58,5 @@ def test_plan_calibrates_what_nothing_measured_on_request(tmp_path: Path, data_d
     calibrated = CliRunner().invoke(app, ["plan", str(tmp_path / "g.yaml"), "--calibrate"])
     assert calibrated.exit_code == 0, calibrated.output
     line = next(line for line in calibrated.output.splitlines() if line.startswith("left, at"))
-    assert "calibrated just now on 1 kind of cell: training at most " in line and " for 2 cells" in line
+    assert "calibrated just now on 1 kind of cell: training at most " in line and " of work for 2 cells" in line
     assert "analyses about " in line and "for 128 test instances" in line and "nothing measured" not in line

@@ -120,7 +120,7 @@ def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path
     ]
     path.write_text(yaml.safe_dump(grid))
     planned = CliRunner().invoke(app, ["plan", str(path)])  # the seed-1 cells: like the measured seed-0 ones
-    assert "training at most " in planned.output and " for 4 cells" in planned.output, planned.output
+    assert "training at most " in planned.output and " of work for 4 cells" in planned.output, planned.output
     assert "analyses about " in planned.output and "for 240 test instances" in planned.output
     third = launch(path)
     assert third.exit_code == 1, third.output  # a failed cell makes the launch fail, after the others finished
