@@ -15,15 +15,12 @@ from gridlab.cli import app
 from gridlab.errors import GridlabError
 from gridlab.report.fidelity_record import NUMBER_COLUMNS, NumberRecord, record_paths
 
-from .test_fidelity import JW_GRID, jw_rows
+from .test_fidelity_doc import jw_with_rows  # noqa: F401  (the J&W grid with rows for its SST cells)
 
 
 @pytest.fixture
-def jw(synthetic_grid):
-    grid = synthetic_grid(JW_GRID)
-    for cell in grid.cells(dataset="sst"):
-        grid.write_rows("importance_correlation", cell, jw_rows(cell.config.seed))
-    return grid
+def jw(jw_with_rows):  # noqa: F811
+    return jw_with_rows
 
 
 def regenerate(grid, out: Path) -> str:
