@@ -251,11 +251,16 @@ def _restrict(shared: SharedPass, rows: slice | torch.Tensor) -> SharedPass:
 def _columns(counts: Mapping[str, torch.Tensor | None], lengths: torch.Tensor) -> dict[str, np.ndarray]:
     """Counts (B,) with 0 meaning null -> `removed_*` / `frac_*` object arrays with None for null."""
     t = lengths.cpu().numpy()
+    nulls = np.full(len(t), None, dtype=object)
     columns = {}
     for name, count in counts.items():
-        values = np.zeros(len(t), dtype=np.int64) if count is None else count.cpu().numpy()
-        columns[f"removed_{name}"] = np.array([int(v) if v else None for v in values], dtype=object)
-        columns[f"frac_{name}"] = np.array([float(v / n) if v else None for v, n in zip(values, t)], dtype=object)
+        if count is None:  # a ranking not asked for: all null
+            columns[f"removed_{name}"], columns[f"frac_{name}"] = nulls.copy(), nulls.copy()
+            continue
+        values = count.cpu().numpy()
+        flipped = values > 0
+        columns[f"removed_{name}"] = np.where(flipped, values.astype(object), None)  # Python ints, None
+        columns[f"frac_{name}"] = np.where(flipped, (values / t).astype(object), None)  # Python floats, None
     return columns
 
 

@@ -64,7 +64,9 @@ class TrainConfig(Strict):
         "accuracy", description="dev metric that picks the kept epoch (J&W: roc_auc); translation always uses BLEU"
     )
     batching: Literal["shuffled", "bucketed"] = Field(
-        "shuffled", description="training batches: shuffled, or of similar lengths with seeded noise (J&W)"
+        "bucketed",
+        description="training batches of similar lengths in a seeded order, with seeded noise on the lengths (J&W; "
+        "little padding), or shuffled",
     )
 
 
