@@ -1,7 +1,7 @@
 """Instances per second of each per-instance analysis: the batched implementation against the straightforward
 per-instance loop of the same math (its `reference`), on the issue's models: a BiLSTM (hidden 128 per
 direction, embeddings 300, additive attention, batch 32) on SST-like (T = 20) and IMDB-like (T = 180)
-inputs, beside the original code's figures measured on the same 2-core machine.
+inputs, with the share of each row's time that is the encoder pass.
 
     python bench/analyses.py                                   # CPU, lstm, every row, both lengths
     python bench/analyses.py --encoder cnn --only leave_one_out
@@ -14,11 +14,14 @@ stopping off, the budget the original always spent; what its target is judged on
 (`adversarial_stop`: early stopping on, in batched and loop alike).
 
 Each measurement is repeated (`--repeats`), batched and loop interleaved, and the table shows medians: on a
-shared machine the figures move with the load. `x orig` divides the batched figure by the original's
-fastest measured figure (the upper end of its range); the original figures are the BiLSTM's, so for other
-encoders only the loop comparison is shown. Prints a table; it is a benchmark, not a test. Untrained
-weights, sharpened so that decisions do flip (erasure stops at the first flip, so a model that never flips
-would flatter it).
+shared machine the figures move with the load. Every ratio is between figures of this run: the loop is the
+baseline here, and the originals' own code is timed against gridlab by `../shared/perf-peers` (same
+weights, interleaved), never by figures typed in. `enc ms` is the shared encoder pass of one batch
+(`forward_once`, which every J&W function of the originals also runs) and `enc share` its part of that
+pass plus the batched analysis: where it is large, no analysis speed-up can move the row much.
+`--profile` adds torch's profile of each batched row (its top operators). Prints a table; it is a
+benchmark, not a test. Untrained weights, sharpened so that decisions do flip (erasure stops at the first
+flip, so a model that never flips would flatter it).
 """
 
 from __future__ import annotations
@@ -53,9 +56,7 @@ class Row:
     params_of: str  # the registry id whose default parameters the context carries
     batched: Callable[[AnalysisContext, SharedPass], object]
     loop: Callable[[AnalysisContext, SharedPass], object]
-    original: tuple[str, str] = ("-", "-")  # the original code's inst/s, SST-like / IMDB-like (BiLSTM)
-    fastest: tuple[float, float] | None = None  # the upper ends of those ranges
-    target: str = "-"
+    target: str = "-"  # issue 14's target against the original code (measured by ../shared/perf-peers)
     loop_cap: int | None = None  # at most this many instances for the loop (the adversarial reference is slow)
 
 
@@ -84,37 +85,23 @@ def _equal_steps(function):
     return lambda context, shared: function(context, shared, convergence=None)
 
 
-# The original code on this machine (instances/s, SST-like / IMDB-like), from the issue; the targets are
-# multiples of the original's figure except where a row says "vs loop".
+# Targets are multiples of the original code's figure (issue 14), except where a row says "vs loop".
 ROWS: dict[str, Row] = {
-    "gradient": Row("importance_correlation", _gradient, _gradient_loop, ("1,400", "160"), (1400, 160), "1.5x"),
+    "gradient": Row("importance_correlation", _gradient, _gradient_loop, "1.5x at T = 180"),
     "leave_one_out": Row(
-        "importance_correlation",
-        _leave_one_out,
-        _leave_one_out_loop,
-        ("190-220", "2.5-2.9"),
-        (220, 2.9),
-        "2x rnn; 20x vs loop cnn/avg",
+        "importance_correlation", _leave_one_out, _leave_one_out_loop, "2x rnn; 20x vs loop cnn/avg"
     ),
-    "importance_correlation": _module_row(
-        "importance_correlation",
-        original=("~180 (grad+LOO)", "~2.6"),
-        fastest=(1 / (1 / 1400 + 1 / 220), 1 / (1 / 160 + 1 / 2.9)),
-    ),
-    "permutation": _module_row("permutation", original=("215-320", "52"), fastest=(320, 52), target="20x"),
+    "importance_correlation": _module_row("importance_correlation"),
+    "permutation": _module_row("permutation", target="20x at T = 20"),
     "adversarial": Row(
         "adversarial",
         _equal_steps(adversarial.run),
         _equal_steps(adversarial.reference),
-        ("23-29", "5.4-6.3"),
-        (29, 6.3),
         "4x (equal steps)",
         loop_cap=4,
     ),
-    "adversarial_stop": _module_row("adversarial", original=("23-29", "5.4-6.3"), loop_cap=4),
-    "erasure_multi": _module_row(
-        "erasure_multi", original=("1,900-2,200 per ranking", "92-113 per ranking"), target="20x per ranking"
-    ),
+    "adversarial_stop": _module_row("adversarial", loop_cap=4),
+    "erasure_multi": _module_row("erasure_multi", target="20x per ranking at T = 20"),
     "erasure_single": _module_row("erasure_single"),
     "sparsity_importance": _module_row("sparsity_importance"),
     "rationale_recovery": _module_row("rationale_recovery"),
@@ -208,6 +195,7 @@ def main() -> None:
     parser.add_argument("--loop-instances", type=int, default=16, help="instances for the per-instance loop")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds; the table shows medians")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--profile", action="store_true", help="also print each batched row's top operators")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -217,28 +205,52 @@ def main() -> None:
         f"median of {args.repeats} interleaved rounds"
     )
     print(
-        f"{'analysis':22} {'T':>4} {'batched/s':>10} {'loop/s':>9} {'ratio':>7} {'x orig':>7}  "
-        f"{'target':28} original (inst/s, BiLSTM)"
+        f"{'analysis':22} {'T':>4} {'batched/s':>10} {'loop/s':>9} {'ratio':>7} {'enc ms':>7} {'enc share':>9}  target"
     )
     for length in args.lengths:
-        passes = [forward_once(classifier, b.to(device)) for b in batches(length, args.instances)]
+        inputs = [b.to(device) for b in batches(length, args.instances)]
+        passes = [forward_once(classifier, b) for b in inputs]
         loop_passes = [forward_once(classifier, b.to(device)) for b in batches(length, args.loop_instances)]
+        encoder_ms = encoder_pass_ms(classifier, inputs, args.repeats)
         for name in args.analyses:
             row = ROWS[name]
             context = AnalysisContext("bench", classifier, device, ANALYSES[row.params_of].params())
             batched, loop = measure(
                 row, context, passes, loop_passes, args.instances, args.loop_instances, args.repeats
             )
-            long = length > 20
-            versus = "-"
-            if row.fastest is not None and args.encoder == "lstm":
-                versus = f"{batched / row.fastest[long]:.1f}x"
+            analysis_ms = 1000 * len(inputs[0].lengths) / batched
+            share = encoder_ms / (encoder_ms + analysis_ms)
             print(
-                f"{name:22} {length:>4} {batched:>10.1f} {loop:>9.1f} {batched / loop:>6.1f}x {versus:>7}  "
-                f"{row.target:28} {row.original[long]}",
+                f"{name:22} {length:>4} {batched:>10.1f} {loop:>9.1f} {batched / loop:>6.1f}x {encoder_ms:>7.2f} "
+                f"{share:>9.0%}  {row.target}",
                 flush=True,
             )
+            if args.profile:
+                print(profile(row, context, passes), flush=True)
 
+
+def encoder_pass_ms(classifier: FlatClassifier, inputs: list, repeats: int) -> float:
+    """Median milliseconds of `forward_once` on one batch (the pass a shard shares among its analyses)."""
+    forward_once(classifier, inputs[0])  # warm-up
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for batch in inputs:
+            forward_once(classifier, batch)
+        times.append((time.perf_counter() - started) * 1000 / len(inputs))
+    return statistics.median(times)
+
+
+def profile(row: Row, context: AnalysisContext, passes: list[SharedPass], top: int = 8) -> str:
+    """torch's profile of the batched row over the passes: its most expensive operators (self time)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if context.device.type == "cuda" else [])
+    with torch_profile(activities=activities) as recorded:
+        for shared in passes:
+            row.batched(context, shared)
+    return recorded.key_averages().table(sort_by="self_cpu_time_total", row_limit=top)
 
 if __name__ == "__main__":
     main()

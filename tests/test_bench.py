@@ -33,8 +33,14 @@ def test_bench_measures_the_importance_halves_alone(encoder):
     rows = bench_rows("--encoder", encoder, "--only", "gradient", "leave_one_out")
     assert [row[0] for row in rows] == ["gradient", "leave_one_out"]
     assert all(float(row[2]) > 0 and float(row[3]) > 0 and row[4].endswith("x") for row in rows)
-    # the original figures are the BiLSTM's: the ratio against them is shown for lstm only
-    assert all((row[5] != "-") == (encoder == "lstm") for row in rows)
+    # the encoder pass of a batch and its share of the row, measured in the same run
+    assert all(float(row[5]) > 0 and 0 < float(row[6].rstrip("%")) <= 100 for row in rows)
+
+
+def test_bench_profiles_a_row_on_request():
+    command = [sys.executable, str(REPO / "bench" / "analyses.py"), *TINY, "--only", "permutation", "--profile"]
+    output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+    assert "Self CPU" in output and "aten::" in output
 
 
 def test_the_end_to_end_rows_run_both_orders_on_real_data(data_dir: Path, tmp_path: Path):
