@@ -258,10 +258,14 @@ def _columns(counts: Mapping[str, torch.Tensor | None], lengths: torch.Tensor) -
             columns[f"removed_{name}"], columns[f"frac_{name}"] = nulls.copy(), nulls.copy()
             continue
         values = count.cpu().numpy()
-        flipped = values > 0
-        columns[f"removed_{name}"] = np.where(flipped, values.astype(object), None)  # Python ints, None
-        columns[f"frac_{name}"] = np.where(flipped, (values / t).astype(object), None)  # Python floats, None
+        columns[f"removed_{name}"] = _nulls_where(values.astype(object), values == 0)  # Python ints, None
+        columns[f"frac_{name}"] = _nulls_where((values / t).astype(object), values == 0)  # Python floats, None
     return columns
+
+
+def _nulls_where(values: np.ndarray, null: np.ndarray) -> np.ndarray:
+    values[null] = None
+    return values
 
 
 # ---- reference ------------------------------------------------------------------------------------------

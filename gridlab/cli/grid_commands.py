@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -16,6 +18,7 @@ from gridlab.cli.output import console, echo, user_errors, warn
 from gridlab.grid.expand import ID_LENGTH, Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file
 from gridlab.store.models import ModelStore
+from gridlab.store.remote import sync, upload_pending
 from gridlab.text import counted
 
 GridArg = Annotated[Path, typer.Argument(help="The grid file (YAML).", show_default=False)]
@@ -31,11 +34,27 @@ COLUMNS = ("dataset", "encoder", "attention", "projection", "architecture", "att
 JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table.")]
 
 
-def load(grid: Path, where: list[str] | None = None, check_data: bool = True) -> ExpandedGrid:
+def load(grid: Path, where: list[str] | None = None, check_data: bool = True, results: bool = True) -> ExpandedGrid:
+    """The expanded grid; with `results`, a results_dir in object storage is first brought to its local
+    mirror (`store.remote.sync`), so every command reads and writes there as it would a local folder."""
     expanded = expand(load_grid_file(grid), file=str(grid), check_data=check_data)
     for message in expanded.warnings:
         warn(f"{grid}: {message}")
+    if results and (mirror := expanded.mirror) is not None:
+        sync(mirror, expanded.spec.name)
     return restrict(expanded, where or [])
+
+
+@contextmanager
+def uploading(expanded: ExpandedGrid) -> Iterator[None]:
+    """Around a command that writes: whatever it leaves that `store.atomic` did not upload as it went (logs
+    appended to, Tune's files) goes to the object store at the end, also when the command fails or is
+    interrupted."""
+    try:
+        yield
+    finally:
+        if (mirror := expanded.mirror) is not None:
+            upload_pending(mirror, expanded.spec.name)
 
 
 def applicable(expanded: ExpandedGrid, cell: Cell) -> list[str]:
@@ -46,7 +65,7 @@ def applicable(expanded: ExpandedGrid, cell: Cell) -> list[str]:
 @user_errors
 def validate(grid: GridArg) -> None:
     """Check a grid file: schema, values, datasets present. Prints the number of cells and analyses."""
-    expanded = load(grid)
+    expanded = load(grid, results=False)  # offline: the grid file and the data folder
     collapsed = f" ({expanded.collapsed} duplicate combinations collapsed)" if expanded.collapsed else ""
     echo(
         f"{grid}: valid: {counted(len(expanded.cells), 'cell')}{collapsed}, "

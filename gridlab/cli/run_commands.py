@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from gridlab.cli.grid_commands import GridArg, JsonOption, WhereOption, load
+from gridlab.cli.grid_commands import GridArg, JsonOption, WhereOption, load, uploading
 from gridlab.cli.output import LiveBoard, console, echo, user_errors
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import ID_LENGTH
@@ -38,11 +38,12 @@ def launch(
     from gridlab.execution.launch import launch as run_launch  # Ray and MLflow load only for this command
 
     expanded = load(grid, where)
-    if console.is_terminal:  # a live row per running trial and for the analyses, redrawn in place
-        with LiveBoard() as board:
-            report = run_launch(expanded, force or [], address, emit=echo, status=board.status)
-    else:  # a log, a pipe, CI: a plain line per epoch and per shard
-        report = run_launch(expanded, force or [], address, emit=echo)
+    with uploading(expanded):
+        if console.is_terminal:  # a live row per running trial and for the analyses, redrawn in place
+            with LiveBoard() as board:
+                report = run_launch(expanded, force or [], address, emit=echo, status=board.status)
+        else:  # a log, a pipe, CI: a plain line per epoch and per shard
+            report = run_launch(expanded, force or [], address, emit=echo)
     if report.trained or report.failed:
         echo(f"done: {len(report.trained)} trained, {len(report.failed)} failed, {report.skipped} already trained")
     for cell_id, reason in report.failed.items():
@@ -73,6 +74,7 @@ def analyze(
         if analysis_id not in expanded.analyses:
             raise GridlabError(unknown("analysis", analysis_id, list(expanded.analyses)) + f" (the analyses of {grid})")
     with (
+        uploading(expanded),
         exclusive(expanded.workspace, "analyze"),
         ray_session(address if address is not None else expanded.spec.ray.address),
     ):
@@ -95,7 +97,7 @@ def track(grid: GridArg) -> None:
     from gridlab.execution.launch import tracker_for
 
     expanded = load(grid, check_data=False)  # the journal and the server are all it needs
-    with exclusive(expanded.workspace, "track"):
+    with uploading(expanded), exclusive(expanded.workspace, "track"):
         tracker = tracker_for(expanded)
         before = tracker.journal.backlog()
         waiting = tracker.deliver()

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
@@ -151,7 +151,11 @@ class GridFile(Strict):
 
     name: str
     data_dir: Path | None = None
-    results_dir: Path = Path("runs")
+    results_dir: Annotated[str, StringConstraints(pattern=r"^(s3|gs)://[^/]+")] | Path = Field(
+        Path("runs"),
+        description="a folder, or an object-store prefix (s3://bucket/prefix, gs://...; AWS_ENDPOINT_URL selects an "
+        "S3-compatible server) mirrored in a local folder (`gridlab.store.remote`)",
+    )
     tracking_uri: str | None = None
     device: Device = "auto"
     ray: RayConfig = RayConfig()

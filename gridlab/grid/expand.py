@@ -37,6 +37,7 @@ from gridlab.grid.problems import Problem, from_validation_error, location
 from gridlab.grid.suggest import unknown
 from gridlab.store.atomic import unwritable
 from gridlab.store.layout import GridWorkspace, Results
+from gridlab.store.remote import Mirror, is_remote, mirror_folder
 
 ID_LENGTH = 12
 CELL_SCHEMA_VERSION = 1
@@ -79,9 +80,17 @@ class ExpandedGrid:
         return self.workspace.path
 
     @property
+    def mirror(self) -> Mirror | None:
+        """The object-store results_dir and its local mirror; None for a results folder on this machine."""
+        location = self.spec.results_dir
+        return Mirror.of(str(location)) if isinstance(location, str) and is_remote(location) else None
+
+    @property
     def results(self) -> Results:
-        """`results_dir`: what every grid written there shares (dataset cache, default tracking store)."""
-        return Results(self.spec.results_dir)
+        """`results_dir` (its local mirror, for an object store): what every grid written there shares (dataset
+        cache, default tracking store)."""
+        mirror = self.mirror
+        return Results(mirror.local if mirror is not None else Path(self.spec.results_dir))
 
     @property
     def workspace(self) -> GridWorkspace:
@@ -165,7 +174,8 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
     if not cells:
         raise GridFileError(file, [("exclude" if spec.exclude else "grid", "no cells left (expected at least one)")])
     _check_compatibility(cells, problems)
-    unusable = unwritable(Path(spec.results_dir))
+    local = mirror_folder(spec.results_dir) if isinstance(spec.results_dir, str) else spec.results_dir
+    unusable = unwritable(local)
     if unusable:
         problems.append(("results_dir", unusable))
     store = spec.tracking_uri.removeprefix("sqlite:///") if spec.tracking_uri else None

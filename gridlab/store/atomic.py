@@ -1,6 +1,7 @@
 """Atomic writes: a file or folder is written beside its target under a hidden temporary name and renamed
 into place (a rename within one filesystem is atomic on POSIX), so a reader, or a relaunch after a kill,
-sees the old content or the new, never a half-written file.
+sees the old content or the new, never a half-written file. Where results live in object storage, what is
+put in place here is then uploaded (`store.remote.pushed`).
 
     >>> write_text(path, "...")                      # also write_bytes, write_json
     >>> with replaced(path) as partial:              # anything that writes a file by name (Parquet, PNG)
@@ -19,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from gridlab.store.remote import pushed
+
 
 @contextmanager
 def replaced(path: Path) -> Iterator[Path]:
@@ -30,6 +33,7 @@ def replaced(path: Path) -> Iterator[Path]:
     try:
         yield Path(temporary)
         os.replace(temporary, path)
+        pushed(path)  # uploaded where results live in object storage (`store.remote`)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
@@ -61,11 +65,12 @@ def publish_folder(staging: Path, target: Path) -> None:
     first renamed aside and deleted only once the new one is in place."""
     if not target.exists():
         os.rename(staging, target)
-        return
-    retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-    os.rename(target, retired / target.name)
-    os.rename(staging, target)
-    shutil.rmtree(retired, ignore_errors=True)
+    else:
+        retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+        os.rename(target, retired / target.name)
+        os.rename(staging, target)
+        shutil.rmtree(retired, ignore_errors=True)
+    pushed(target)
 
 
 def unwritable(folder: Path) -> str | None:

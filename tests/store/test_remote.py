@@ -1,0 +1,126 @@
+"""Results in object storage, against a real S3-compatible server on 127.0.0.1: the mirror's uploads and
+downloads, and a grid launched into s3:// whose driver is killed mid-analyses, relaunched from a machine
+with no local copy, and read back with pandas equal to a local run's rows."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from pyarrow import fs as pafs
+
+from gridlab.store import atomic
+from gridlab.store.remote import Mirror, activate
+from tests.execution.conftest import write_grid
+
+from .conftest import ObjectStore
+
+
+def objects(mirror: Mirror) -> dict[str, int]:
+    infos = mirror.filesystem.get_file_info(pafs.FileSelector(mirror.root, recursive=True, allow_not_found=True))
+    return {i.path[len(mirror.root) + 1 :]: i.size for i in infos if i.type == pafs.FileType.File}
+
+
+def test_what_is_published_is_uploaded_and_comes_back_elsewhere(object_store: ObjectStore, tmp_path: Path):
+    mirror = Mirror.of(object_store.uri("runs"))
+    assert mirror.local == tmp_path / "mirror" / "s3" / object_store.bucket / "runs"
+    activate(mirror)
+    atomic.write_text(mirror.local / "g" / "summary.txt", "one")
+    staging = atomic.staging_folder(mirror.local / "g" / "models" / "c1")
+    (staging / "model.pt").write_bytes(b"weights")
+    (staging / "metrics.json").write_text("{}")
+    atomic.publish_folder(staging, mirror.local / "g" / "models" / "c1")
+    (mirror.local / "g" / ".hidden.tmp").write_text("never")
+    assert objects(mirror) == {"g/summary.txt": 3, "g/models/c1/model.pt": 7, "g/models/c1/metrics.json": 2}
+
+    (mirror.local / "g" / "launches.jsonl").write_text("{}\n")  # appended to, not published: not yet there
+    assert mirror.push_missing("g") == 1 and "g/launches.jsonl" in objects(mirror)
+    assert mirror.push_missing("g") == 0
+
+    elsewhere = Mirror(tmp_path / "other-machine", mirror.uri)
+    assert elsewhere.pull("g") == 4
+    assert (elsewhere.local / "g" / "models" / "c1" / "model.pt").read_bytes() == b"weights"
+    assert not (elsewhere.local / "g" / ".hidden.tmp").exists()
+    assert elsewhere.pull("g") == 0  # what it has is not fetched again
+
+
+def test_an_unreachable_store_is_one_line(tmp_path: Path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from gridlab.cli import app
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("GRIDLAB_MIRROR_DIR", str(tmp_path / "mirror"))
+    path = write_grid(tmp_path, results_dir="s3://nowhere/runs")
+    result = CliRunner().invoke(app, ["status", str(path)])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("results_dir s3://nowhere/runs: "), result.output
+
+
+def launch(path: Path, env: dict) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gridlab", "launch", str(path)],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+@pytest.mark.slow
+def test_a_grid_in_s3_survives_a_driver_kill_and_a_lost_machine(object_store: ObjectStore, tmp_path, data_dir):
+    settings = dict(
+        grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]},
+        instances=96,
+        shard_size=32,
+        analyses={"permutation": {"n": 20000}},  # seconds per shard: time to kill the driver between parts
+    )
+    env = {**os.environ, "GRIDLAB_DATA": str(data_dir), "RAY_AUTH_MODE": "disabled"}
+    (tmp_path / "local").mkdir()
+    local = write_grid(tmp_path / "local", **settings)
+    reference = subprocess.run([sys.executable, "-m", "gridlab", "launch", str(local)], env=env, capture_output=True)
+    assert reference.returncode == 0, reference.stdout.decode()[-2000:]
+    local_rows = pd.read_parquet(tmp_path / "local" / "runs" / "g" / "analyses" / "permutation")
+
+    path = write_grid(tmp_path, results_dir=object_store.uri("runs"), **settings)
+    mirror = Mirror.of(object_store.uri("runs"))
+    driver = launch(path, env)
+    deadline = time.monotonic() + 300
+    while not any(k.startswith("g/analyses/permutation/") for k in objects(mirror)):
+        assert driver.poll() is None, driver.stdout.read()
+        assert time.monotonic() < deadline, "no part uploaded within 300 s"
+        time.sleep(0.2)
+    os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait()
+    uploaded = [k for k in objects(mirror) if k.startswith("g/analyses/permutation/")]
+    assert 0 < len(uploaded) < 3, "the driver was killed too late to test anything"
+
+    # another machine: no local mirror at all, only the object store
+    env["GRIDLAB_MIRROR_DIR"] = str(tmp_path / "second-machine")
+    relaunch = launch(path, env)
+    output, _ = relaunch.communicate(timeout=600)
+    assert relaunch.returncode == 0, output
+    assert "nothing to train" in output  # the trained model came back from the store
+
+    rows = pd.read_parquet(f"{object_store.bucket}/runs/g/analyses/permutation", filesystem=mirror.filesystem)
+    assert len(rows) == 96
+    pd.testing.assert_frame_equal(
+        rows.sort_values("instance_id").reset_index(drop=True),
+        local_rows.sort_values("instance_id").reset_index(drop=True),
+        check_exact=True,
+        check_categorical=False,
+    )
+    status = subprocess.run(
+        [sys.executable, "-m", "gridlab", "status", str(path), "--json"], env=env, capture_output=True, text=True
+    )
+    assert status.returncode == 0 and '"state": "trained"' in status.stdout, status.stdout + status.stderr
