@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyarrow import fs as pafs
 from ray import tune
 
 from gridlab.analyses.seed_variance import peers_of
@@ -187,8 +188,13 @@ def _train(
     store = ModelStore(grid.workspace.models)
     for experiment in _unfinished(grid):
         emit(f"resuming the interrupted launch {experiment.name}")
+        path, filesystem = _tune_storage(grid, experiment)
         tune.Tuner.restore(
-            str(experiment), trainable=_trainable(grid), resume_unfinished=True, resume_errored=False
+            path,
+            trainable=_trainable(grid),
+            resume_unfinished=True,
+            resume_errored=False,
+            storage_filesystem=filesystem,
         ).fit()
         marker = _mark_finished(experiment)
         states = [store.cell(c).state() for c in marker["cells"]]
@@ -234,7 +240,7 @@ def _run(
             grid.spec.device,
             resources.cpu,
             resources.gpu,
-            trial_dir=experiment / c.id,
+            trial_dir=_trial_storage(grid, experiment / c.id),
         )
         for c in cells
     ]
@@ -249,13 +255,15 @@ def _run(
         emit,
         status,
     )
+    storage_path, storage_filesystem = _tune_storage(grid, experiment.parent)
     tuner = tune.Tuner(
         _trainable(grid),
         param_space={"trial": tune.grid_search(params)},
         tune_config=tune.TuneConfig(trial_name_creator=_trial_name, trial_dirname_creator=_trial_name),
         run_config=tune.RunConfig(
             name=experiment.name,
-            storage_path=str(experiment.parent),
+            storage_path=storage_path,
+            storage_filesystem=storage_filesystem,
             callbacks=[progress, AnalyseWhenTrained(grid, dispatcher)],
             verbose=0,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
@@ -288,13 +296,29 @@ def _trial_name(trial) -> str:
     return cell_id_of(trial)
 
 
+def _tune_storage(grid: ExpandedGrid, local: Path) -> tuple[str, pafs.FileSystem | None]:
+    """Where Tune keeps what `local` (a folder under the grid's tune/) stands for: that folder, or for results
+    in object storage the same place in the store (so trials on any node checkpoint there) with its
+    filesystem. The launch markers stay in the local folder, mirrored like every published file."""
+    mirror = grid.mirror
+    if mirror is None:
+        return str(local), None
+    return mirror.key(local), mirror.filesystem
+
+
+def _trial_storage(grid: ExpandedGrid, local: Path) -> Path | str:
+    """A trial's folder as its trainable finds it: the folder, or its URI in the object store."""
+    mirror = grid.mirror
+    return local if mirror is None else f"{mirror.uri}/{mirror.relative(local)}"
+
+
 def _unfinished(grid: ExpandedGrid) -> list[Path]:
     return [
         p.resolve()
         for p in grid.workspace.tune_experiments()
         if (p / LAUNCH_MARKER).is_file()
         and not json.loads((p / LAUNCH_MARKER).read_text())["finished"]
-        and tune.Tuner.can_restore(str(p.resolve()))
+        and tune.Tuner.can_restore(*_tune_storage(grid, p.resolve()))
     ]
 
 

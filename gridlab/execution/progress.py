@@ -15,6 +15,7 @@ from ray import tune
 from gridlab.execution.trainable import cell_id_of
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
+from gridlab.store.remote import portable, resolved
 from gridlab.tracking.journal import TrackingJournal
 from gridlab.tracking.runs import Tracker, flatten
 
@@ -50,13 +51,16 @@ class GridProgress(tune.Callback):
         self.opened: set[str] = set()  # cells whose tracking run this launch has opened
         self.started = time.monotonic()
 
-    def __getstate__(self) -> dict:  # Tune saves the callback with its experiment: a live display is not saved
-        return {**self.__dict__, "show": None}
+    def __getstate__(self) -> dict:
+        """Tune saves the callback with its experiment: a live display is not saved, and the model store is
+        saved as a `portable` location, so that a launch resumed on another machine publishes to its own
+        mirror of results kept in object storage."""
+        return {**self.__dict__, "show": None, "models": portable(self.models)}
 
     def __setstate__(self, state: dict) -> None:  # a restored experiment counts time from its restart
         if "runs" in state:  # saved by a gridlab whose tracker sent at once, without a journal
             state = _journaled(state)
-        self.__dict__.update({"show": None, **state})
+        self.__dict__.update({"show": None, **state, "models": resolved(state["models"])})
         self.started = time.monotonic()
 
     # Tune hooks ------------------------------------------------------------------------------------

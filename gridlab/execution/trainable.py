@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import pickle
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 from gridlab.store.layout import CellFiles
 from gridlab.store.models import data_reference, write_trained
+from gridlab.store.remote import is_remote, local_copy, subfolders
 from gridlab.training.loop import NonFiniteLoss, Trainer, UndefinedSelection, evaluate
 
 TRAINER_STATE = "trainer.pt"  # in a Tune checkpoint (not a results file): the trainer's state after an epoch
@@ -42,10 +45,11 @@ def trial_params(
     device: str,
     cpus: float,
     gpus: float,
-    trial_dir: Path,
+    trial_dir: Path | str,
 ) -> dict[str, Any]:
     """Everything a trial needs, as plain JSON-able values (Tune stores them with the experiment).
-    `trial_dir` is where Tune persists this trial's checkpoints (storage path / experiment / cell id)."""
+    `trial_dir` is where Tune persists this trial's checkpoints (storage path / experiment / cell id): a
+    folder, or an object-store URI."""
     return {
         "cell_id": cell_id,
         "cell": config.model_dump(mode="json"),
@@ -79,16 +83,16 @@ def train_cell(config: dict[str, Any]) -> None:
         return
 
     resumed_from = 0
-    checkpoint = _resume_point(Path(params["trial_dir"]))
-    if checkpoint is not None:
-        if (checkpoint / CellFiles.METRICS).is_file():  # finished before the driver could publish it
-            tune.report(
-                json.loads((checkpoint / CellFiles.METRICS).read_text()),
-                checkpoint=tune.Checkpoint.from_directory(str(checkpoint)),
-            )
-            return
-        trainer.load_state_dict(torch.load(checkpoint / TRAINER_STATE, map_location=device, weights_only=True))
-        resumed_from = trainer.epoch
+    with _resume_point(params["trial_dir"]) as checkpoint:
+        if checkpoint is not None:
+            if (checkpoint / CellFiles.METRICS).is_file():  # finished before the driver could publish it
+                tune.report(
+                    json.loads((checkpoint / CellFiles.METRICS).read_text()),
+                    checkpoint=tune.Checkpoint.from_directory(str(checkpoint)),
+                )
+                return
+            trainer.load_state_dict(torch.load(checkpoint / TRAINER_STATE, map_location=device, weights_only=True))
+            resumed_from = trainer.epoch
 
     try:
         while not trainer.finished:
@@ -113,19 +117,25 @@ def _report_failure(reason: str, epoch: int) -> None:
     tune.report({"failed": True, "failure_reason": reason, "epoch": epoch})
 
 
-def _resume_point(trial_dir: Path) -> Path | None:
-    """The furthest complete checkpoint of this trial: Tune's own, or one on disk that Tune's experiment
-    state had not recorded yet when the driver died (the state is saved every few seconds)."""
+@contextmanager
+def _resume_point(trial_dir: str) -> Iterator[Path | None]:
+    """The furthest complete checkpoint of this trial, as a local folder for the block: Tune's own, or one in
+    the trial's folder (on disk or in object storage) that Tune's experiment state had not recorded yet when
+    the driver died (the state is saved every few seconds)."""
     known = tune.get_checkpoint()
-    candidates = [Path(known.path)] if known is not None else []
-    candidates += sorted(trial_dir.glob("checkpoint_*")) if trial_dir.is_dir() else []
-    best: Path | None = None
-    best_epoch: float = -1
-    for folder in candidates:
-        epoch = _checkpoint_epoch(folder)
-        if epoch > best_epoch:
-            best, best_epoch = folder, epoch
-    return best
+    with ExitStack() as copies:
+        candidates = [Path(copies.enter_context(known.as_directory()))] if known is not None else []
+        if is_remote(trial_dir):
+            candidates += [copies.enter_context(local_copy(uri)) for uri in subfolders(trial_dir, "checkpoint_")]
+        elif Path(trial_dir).is_dir():
+            candidates += sorted(Path(trial_dir).glob("checkpoint_*"))
+        best: Path | None = None
+        best_epoch: float = -1
+        for folder in candidates:
+            epoch = _checkpoint_epoch(folder)
+            if epoch > best_epoch:
+                best, best_epoch = folder, epoch
+        yield best
 
 
 def _checkpoint_epoch(folder: Path) -> float:

@@ -23,6 +23,8 @@ import functools
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -33,6 +35,13 @@ SCHEMES = ("s3", "gs")
 MIRRORS_ENV = "GRIDLAB_MIRRORS"  # JSON {local folder: object-store URI} of the mirrors a process writes through
 MIRROR_DIR_ENV = "GRIDLAB_MIRROR_DIR"  # where local mirrors live (default ~/.cache/gridlab/mirror)
 LAST = ("metrics.json",)  # uploaded after the rest of a folder: its presence means the folder is complete
+# Entries of a results folder (or of a grid's folder) that stay on each machine: prepared datasets (rebuilt
+# from the data where needed), the default sqlite tracking store (a server's URI is the shared choice) and the
+# grid's lock file (`store.lock`: one launch per grid on a machine).
+LOCAL_ONLY = ("cache", "mlflow.db", "mlartifacts", "launch.lock")
+# Tune's checkpoints live in the store under tune/ (Tune writes and reads them there itself); a command never
+# needs a copy, so `pull` leaves them where they are.
+REMOTE_ONLY = "checkpoint_"
 
 
 def is_remote(location: str | os.PathLike) -> bool:
@@ -109,10 +118,12 @@ class Mirror:
             )
 
     def pull(self, sub: str = "") -> int:
-        """Download the objects under `sub` that the mirror lacks or holds at another size; returns how many.
-        Each lands under a temporary name and is renamed into place."""
+        """Download the objects under `sub` that the mirror lacks or holds at another size (Tune's checkpoints
+        aside); returns how many. Each lands under a temporary name and is renamed into place."""
         count = 0
         for info in self._objects(sub):
+            if f"/{REMOTE_ONLY}" in info.path:
+                continue
             target = self.local / info.path[len(self.root) + 1 :]
             if target.is_file() and target.stat().st_size == info.size:
                 continue
@@ -155,8 +166,9 @@ class Mirror:
 
 
 def _travels(key: str) -> bool:
-    """Hidden names below the mirror's root (temporaries, staging folders) stay local."""
-    return not any(part.startswith(".") for part in key.split("/"))
+    """Hidden names below the mirror's root (temporaries, staging folders) and `LOCAL_ONLY` stay local."""
+    parts = key.strip("/").split("/")
+    return not set(parts[:2]) & set(LOCAL_ONLY) and not any(part.startswith(".") for part in parts)
 
 
 def activate(mirror: Mirror) -> None:
@@ -210,3 +222,48 @@ def upload_pending(mirror: Mirror, grid_name: str) -> None:
         mirror.push_missing(grid_name)
     except OSError as error:
         raise GridlabError(f"results_dir {mirror.uri}: {str(error).splitlines()[0]}") from None
+
+
+def subfolders(uri: str, prefix: str) -> list[str]:
+    """The URIs of the folders directly under the object-store folder `uri` whose names start with `prefix`."""
+    filesystem, root = _filesystem(uri)
+    infos = filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+    scheme = urlparse(uri).scheme
+    return sorted(
+        f"{scheme}://{info.path}"
+        for info in infos
+        if info.type == pafs.FileType.Directory and info.base_name.startswith(prefix)
+    )
+
+
+@contextmanager
+def local_copy(uri: str) -> Iterator[Path]:
+    """A temporary local copy of the object-store folder `uri`, for the block."""
+    filesystem, root = _filesystem(uri)
+    with tempfile.TemporaryDirectory() as folder:
+        pafs.copy_files(root, folder, source_filesystem=filesystem, destination_filesystem=pafs.LocalFileSystem())
+        yield Path(folder)
+
+
+def portable(path: Path) -> str:
+    """`path` as a location that a process on another machine resolves to its own copy (`resolved`): its
+    object-store URI where it lies in an active mirror, else the path itself. What Tune saves with an
+    experiment (its callbacks) holds locations in this form, so a launch resumed elsewhere writes here."""
+    mirror = mirror_of(path)
+    return f"{mirror.uri}/{mirror.relative(path)}" if mirror is not None else str(path)
+
+
+def resolved(location: str | Path) -> Path:
+    """The local path of a `portable` location on this machine (its mirror's copy for a URI)."""
+    return mirror_folder(str(location)) if is_remote(location) else Path(location)
+
+
+def portable_tracking_uri(uri: str) -> str:
+    """A sqlite tracking URI whose file lies in a mirror, in `portable` form (other URIs as they are)."""
+    prefix = "sqlite:///"
+    return prefix + portable(Path(uri[len(prefix) :])) if uri.startswith(prefix) else uri
+
+
+def resolved_tracking_uri(uri: str) -> str:
+    prefix = "sqlite:///"
+    return prefix + str(resolved(uri[len(prefix) :])) if uri.startswith(prefix) else uri

@@ -19,11 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from gridlab.store.atomic import write_json
+from gridlab.store.remote import portable, resolved
 
 
 class TrackingJournal:
     def __init__(self, folder: Path):
         self.folder = folder
+
+    def __getstate__(self) -> dict:  # saved with a Tune experiment: resolved again where it is restored
+        return {"folder": portable(self.folder)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.folder = resolved(state["folder"])
 
     @property
     def records(self) -> Path:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from gridlab.store.layout import CellFiles
+from gridlab.store.remote import portable, portable_tracking_uri, resolved, resolved_tracking_uri
 from gridlab.tracking.journal import TrackingJournal
 
 KIND_TAG = "gridlab.kind"
@@ -71,8 +72,24 @@ class Tracker:
         self._runs: dict[str, str] = {}  # cell id or launch key -> MLflow run id, as sent
         self._failed_at: float | None = None  # when sending last failed (monotonic); None while it works
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_client": None, "_failed_at": None}
+    def __getstate__(self) -> dict:  # saved with a Tune experiment: locations in `portable` form
+        return {
+            **self.__dict__,
+            "_client": None,
+            "_failed_at": None,
+            "tracking_uri": portable_tracking_uri(self.tracking_uri),
+            "artifact_root": None if self.artifact_root is None else portable(self.artifact_root),
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        artifacts = state.get("artifact_root")
+        self.__dict__.update(
+            {
+                **state,
+                "tracking_uri": resolved_tracking_uri(state["tracking_uri"]),
+                "artifact_root": None if artifacts is None else resolved(artifacts),
+            }
+        )
 
     # Records: written to the journal, then sent ----------------------------------------------------------
     def start_launch(self, pending: int) -> str:
@@ -100,7 +117,7 @@ class Tracker:
     def finish_cell(self, cell_id: str, metrics: dict[str, float], folder: Path) -> None:
         """The final (test) metrics, logged at the epoch whose weights they measure, and the cell's files."""
         self.log_epoch(cell_id, int(metrics.get("best_epoch", 0)), metrics)
-        self._record(op="finish", cell_id=cell_id, folder=str(folder))
+        self._record(op="finish", cell_id=cell_id, folder=portable(folder))  # sent, maybe, from another machine
 
     def fail_cell(self, cell_id: str, reason: str) -> None:
         self._record(op="fail", cell_id=cell_id, reason=reason[:5000])
@@ -167,7 +184,7 @@ class Tracker:
             metrics = [Metric(k, float(v), record["at"], record["step"]) for k, v in record["metrics"].items()]
             self.client.log_batch(self._cell_run(record["cell_id"]), metrics=metrics)
         elif op == "finish":
-            run, folder = self._cell_run(record["cell_id"]), Path(record["folder"])
+            run, folder = self._cell_run(record["cell_id"]), resolved(record["folder"])
             self._backfill(run, folder / CellFiles.HISTORY)
             for name in (CellFiles.CONFIG, CellFiles.METRICS, CellFiles.HISTORY, CellFiles.DATA):
                 if (folder / name).is_file():

@@ -124,3 +124,52 @@ def test_a_grid_in_s3_survives_a_driver_kill_and_a_lost_machine(object_store: Ob
         [sys.executable, "-m", "gridlab", "status", str(path), "--json"], env=env, capture_output=True, text=True
     )
     assert status.returncode == 0 and '"state": "trained"' in status.stdout, status.stdout + status.stderr
+
+
+@pytest.mark.slow
+def test_training_in_s3_resumes_from_tunes_checkpoints_in_the_store(object_store: ObjectStore, tmp_path, data_dir):
+    settings = dict(
+        grid={"dataset": ["sst"], "encoder": ["lstm"], "seed": [0, 1]},
+        train={"epochs": 5, "batch_size": 32, "max_train": 1200},
+        model={"embedding_dim": 32, "hidden_size": 32, "attention_size": 32},
+        analyses={},
+    )
+    env = {**os.environ, "GRIDLAB_DATA": str(data_dir), "RAY_AUTH_MODE": "disabled"}
+    (tmp_path / "local").mkdir()
+    local = write_grid(tmp_path / "local", **settings)
+    reference = subprocess.run([sys.executable, "-m", "gridlab", "launch", str(local)], env=env, capture_output=True)
+    assert reference.returncode == 0, reference.stdout.decode()[-2000:]
+
+    path = write_grid(tmp_path, results_dir=object_store.uri("runs"), **settings)
+    mirror = Mirror.of(object_store.uri("runs"))
+    driver = launch(path, env)
+    deadline = time.monotonic() + 300
+    def restorable() -> bool:  # an epoch checkpoint and Tune's experiment state, both in the store
+        keys = objects(mirror)
+        return any(k.endswith("/trainer.pt") for k in keys) and any("experiment_state" in k for k in keys)
+
+    while not restorable():
+        assert driver.poll() is None, driver.stdout.read()
+        assert time.monotonic() < deadline, "no checkpoint in the store within 300 s"
+        time.sleep(0.2)
+    os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait()
+    assert not any(k.endswith("/metrics.json") and "/models/" in k for k in objects(mirror)), "killed too late"
+
+    env["GRIDLAB_MIRROR_DIR"] = str(tmp_path / "second-machine")
+    relaunch = launch(path, env)
+    output, _ = relaunch.communicate(timeout=600)
+    assert relaunch.returncode == 0, output
+    assert "resuming the interrupted launch launch-001" in output
+
+    import json
+
+    def metrics(root: Path) -> dict[str, dict]:
+        return {p.parent.name: json.loads(p.read_text()) for p in root.glob("g/models/*/metrics.json")}
+
+    resumed = metrics(tmp_path / "second-machine" / "s3" / object_store.bucket / "runs")
+    clean = metrics(tmp_path / "local" / "runs")
+    assert resumed.keys() == clean.keys() and len(clean) == 2
+    assert any(m["resumed_from_epoch"] > 0 for m in resumed.values()), output
+    for cell, values in clean.items():  # resumed from the store's checkpoint, bit for bit the clean run
+        assert resumed[cell]["test_loss"] == values["test_loss"], cell
