@@ -79,20 +79,34 @@ def test_gpu_workers_autoscale_from_zero(prepared: dict):
 
 
 def test_every_node_installs_gridlab_with_the_constraints_and_the_right_torch(config: dict, prepared: dict):
-    assert config["file_mounts"] == {"~/gridlab": "."} and ".gitignore" in config["rsync_filter"]
+    assert config["file_mounts"]["~/gridlab"] == "." and ".gitignore" in config["rsync_filter"]
     for key in ("head_setup_commands", "worker_setup_commands"):
         commands = prepared[key]
         torch_line = next(i for i, c in enumerate(commands) if f"pip install -q {TORCH_PIN}" in c)
         gridlab_line = next(i for i, c in enumerate(commands) if "-c ~/gridlab/constraints.txt" in c)
         assert torch_line < gridlab_line and commands[gridlab_line].rstrip().split("#")[0].split()[-1] == "~/gridlab"
-        assert any("mount -t nfs4" in c and "/mnt/gridlab" in c for c in commands)  # the shared results folder
     cpu_index = "--index-url https://download.pytorch.org/whl/cpu"
     assert any(cpu_index in c for c in prepared["head_setup_commands"])  # no CUDA wheels on the CPU head
     assert not any(cpu_index in c for c in prepared["worker_setup_commands"])  # PyPI's CUDA build on GPU nodes
 
 
-def test_every_ray_process_has_the_same_auth_mode(prepared: dict):
+def test_every_ray_process_authenticates_with_the_same_token(config: dict, prepared: dict):
     starts = [
         c for c in prepared["head_start_ray_commands"] + prepared["worker_start_ray_commands"] if "ray start" in c
     ]
-    assert len(starts) == 2 and all("RAY_AUTH_MODE=disabled" in c for c in starts)
+    assert len(starts) == 2 and all("RAY_AUTH_MODE=token" in c for c in starts)
+    assert config["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"  # Ray's default token path
+
+
+def test_nothing_listens_beyond_the_heads_loopback_but_ray_itself(prepared: dict):
+    start = " ".join(prepared["head_start_ray_commands"])
+    assert "--dashboard-host=127.0.0.1" in start and "0.0.0.0" not in start
+    assert "mlflow server --host 127.0.0.1" in start
+
+
+def test_no_shared_file_system_results_go_to_s3(config: dict, prepared: dict):
+    text = json.dumps(prepared).lower()
+    assert "efs" not in text and "nfs" not in text and "mount -t" not in text
+    assert config["file_mounts"]["~/gridlab-data"] == "./data"  # the datasets, copied to every node
+    worker = next(t for n, t in prepared["available_node_types"].items() if n != prepared["head_node_type"])
+    assert worker["node_config"]["IamInstanceProfile"] == {"Name": "ray-autoscaler-v1"}  # S3 for trials and actors
