@@ -6,6 +6,8 @@ Everything a user can cause (a bad grid file, a missing dataset, a corrupt downl
 
 from __future__ import annotations
 
+import errno
+
 
 class GridlabError(Exception):
     """A user-facing failure: the CLI prints its message and exits with `exit_code`."""
@@ -61,3 +63,38 @@ class DatasetMissingError(DataError):
 
 class ChecksumError(DataError):
     """A file's sha256 matches no known release of it."""
+
+
+class ResourceFault(GridlabError):
+    """The machine, not the grid, stopped the work: a full disk, a read-only or unwritable results folder.
+    What was finished is kept; freeing the resource and relaunching resumes."""
+
+
+_REMEDY = (
+    "(expected room to write results); the cells and parts finished so far are kept: free the resource, then "
+    "run the command again to resume"
+)
+# errno -> what it means for a results folder
+_RESOURCE_ERRNOS = {
+    errno.ENOSPC: "no space left on its device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+}
+
+
+def resource_fault(error: BaseException, where: str = "the results folder") -> ResourceFault | None:
+    """The one-line ResourceFault for an OSError (anywhere in `error`'s causes) that a full or unwritable disk
+    raised, else None. `where` names the place when the error does not (pyarrow's writers give no path)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            number = current.errno if current.errno in _RESOURCE_ERRNOS else None
+            if number is None and "No space left on device" in str(current):  # wrapped without its errno
+                number = errno.ENOSPC
+            if number is not None:
+                return ResourceFault(f"{current.filename or where}: {_RESOURCE_ERRNOS[number]} {_REMEDY}")
+        current = current.__cause__ or current.__context__
+    return None

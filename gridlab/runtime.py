@@ -7,8 +7,11 @@ grid behaves the same on a laptop, in CI and on a cluster.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+
+from gridlab.errors import resource_fault
 
 QUIET_DEFAULTS = {
     "RAY_USAGE_STATS_ENABLED": "0",
@@ -31,6 +34,22 @@ def stop_on_sigterm() -> None:
     handler first (trials checkpoint, the launch resumes), exit 130. Installed again after `ray.init`, whose
     crash handler would otherwise abort the driver with a stack dump."""
     signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+
+
+class _ResourceFaultLogs(logging.Filter):
+    """Drops Ray's log records (with their tracebacks) of a full or unwritable disk: gridlab reports that
+    fault itself, in one line (`errors.resource_fault`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return error is None or resource_fault(error) is None
+
+
+def drop_resource_fault_logs() -> None:
+    """Install `_ResourceFaultLogs` on Ray's log handler (Tune's loggers propagate to it), once."""
+    for handler in logging.getLogger("ray").handlers:
+        if not any(isinstance(f, _ResourceFaultLogs) for f in handler.filters):
+            handler.addFilter(_ResourceFaultLogs())
 
 
 def set_torch_threads(cpus: float) -> None:

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from gridlab.errors import GridlabError, Interrupted
+from gridlab.errors import GridlabError, Interrupted, resource_fault
 
 F = TypeVar("F", bound=Callable)
 
@@ -73,5 +73,11 @@ def user_errors(command: F) -> F:
         except KeyboardInterrupt:  # Ctrl-C outside Ray Tune's own handling: what was written is complete
             typer.echo("interrupted: finished cells and parts are kept; run the command again to resume", err=True)
             raise typer.Exit(Interrupted.exit_code) from None
+        except Exception as error:  # a full or unwritable disk, wherever it surfaced: one line, not a traceback
+            fault = resource_fault(error)
+            if fault is None:
+                raise
+            typer.echo(str(fault), err=True)
+            raise typer.Exit(fault.exit_code) from None
 
     return wrapper  # type: ignore[return-value]

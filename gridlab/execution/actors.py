@@ -32,6 +32,7 @@ from gridlab.execution.runner import ShardOutcome, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
+from gridlab.store.remote import Mirror, activate, bring_down
 from gridlab.store.timings import record_shard
 from gridlab.text import counted, duration
 
@@ -47,8 +48,11 @@ class AnalysisActor:
         cpus: float,
         gpus: float,
         plugins: dict[str, type[Analysis]],
+        mirror: Mirror | None = None,
     ):
         quiet_environment(local_ray=False)
+        if mirror is not None:  # results in object storage: upload the parts written here, fetch models
+            activate(mirror)
         set_torch_threads(cpus)
         self.runner = ShardRunner(
             Path(grid_results), Path(data_dir), Path(cache_dir), pick_device(device, gpus), IMPLEMENTATIONS | plugins
@@ -179,6 +183,7 @@ class AnalysisDispatcher:
             resources.cpu,
             resources.gpu,
             plugins(),
+            self.grid.mirror,
         )
 
     @staticmethod
@@ -248,7 +253,8 @@ def run_analyses(
 
 
 def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
-    """summary.parquet from every part written so far, and the numbers on each cell's MLflow run."""
+    """summary.parquet from every part written so far (on any node), and the numbers on each cell's MLflow run."""
+    bring_down(grid.workspace.analyses)
     frame = write_summary(grid)
     if frame.empty:
         return

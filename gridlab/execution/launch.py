@@ -27,7 +27,7 @@ from pyarrow import fs as pafs
 from ray import tune
 
 from gridlab.analyses.seed_variance import peers_of
-from gridlab.errors import GridlabError, Interrupted
+from gridlab.errors import GridlabError, Interrupted, ResourceFault
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.execution.plan import plan_jobs
 from gridlab.execution.progress import GridProgress, Status
@@ -273,6 +273,8 @@ def _run(
     experiment.mkdir(parents=True, exist_ok=True)
     _write_marker(experiment, {"finished": False, "cells": [c.id for c in cells], "launch_key": parent})
     tuner.fit()
+    if progress.fault is not None:  # the experiment stays unfinished: a relaunch resumes it
+        raise ResourceFault(progress.fault)
     _stop_if_interrupted(grid, [c.id for c in cells])
     _mark_finished(experiment)
     counts = progress.counts()
@@ -318,8 +320,25 @@ def _unfinished(grid: ExpandedGrid) -> list[Path]:
         for p in grid.workspace.tune_experiments()
         if (p / LAUNCH_MARKER).is_file()
         and not json.loads((p / LAUNCH_MARKER).read_text())["finished"]
-        and tune.Tuner.can_restore(*_tune_storage(grid, p.resolve()))
+        and _restorable(*_tune_storage(grid, p.resolve()))
     ]
+
+
+def _restorable(path: str, filesystem: pafs.FileSystem | None) -> bool:
+    """Whether Tune can resume the experiment: it is there, and its saved state is whole (Tune writes it in
+    place, so a full disk or a kill mid-write can cut it short; such an experiment is left, and its
+    unfinished cells train in a new one)."""
+    if not tune.Tuner.can_restore(path, storage_filesystem=filesystem):
+        return False
+    filesystem = filesystem or pafs.LocalFileSystem()
+    states = filesystem.get_file_info(pafs.FileSelector(path))
+    try:
+        for state in (s for s in states if s.base_name.startswith("experiment_state") and s.extension == "json"):
+            with filesystem.open_input_stream(state.path) as stream:
+                json.loads(stream.read())
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def _write_marker(folder: Path, marker: dict) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ray import tune
 
-from gridlab.execution.trainable import cell_id_of
+from gridlab.execution.trainable import RESOURCE_FAULT, cell_id_of
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
 from gridlab.store.remote import portable, resolved
@@ -50,6 +50,7 @@ class GridProgress(tune.Callback):
         self.status = {cell_id: "pending" for cell_id in cells}
         self.opened: set[str] = set()  # cells whose tracking run this launch has opened
         self.started = time.monotonic()
+        self.fault: str | None = None  # a full or unwritable disk stopped a trial: the launch stops with this
 
     def __getstate__(self) -> dict:
         """Tune saves the callback with its experiment: a live display is not saved, and the model store is
@@ -71,6 +72,9 @@ class GridProgress(tune.Callback):
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         cell_id = cell_id_of(trial)
+        if RESOURCE_FAULT in result:
+            self.fault = result[RESOURCE_FAULT]
+            return
         if result.get("final") or result.get("failed") or "epoch" not in result:
             return
         metrics = {k: v for k, v in result.items() if k in ("train_loss",) or k.startswith("dev_")}
@@ -84,6 +88,9 @@ class GridProgress(tune.Callback):
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         cell_id = cell_id_of(trial)
         result = trial.last_result or {}
+        if RESOURCE_FAULT in result:  # not the cell's failure: it stays pending, and the launch stops
+            self.status[cell_id] = "pending"
+            return
         if result.get("failed"):
             self._fail(cell_id, result["failure_reason"])
             return

@@ -36,6 +36,7 @@ from gridlab.models.seq2seq import Seq2Seq
 from gridlab.results.parts import common_columns, model_common_columns, rows_table, write_part
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
+from gridlab.store.remote import bring_down
 
 
 @dataclass
@@ -169,6 +170,8 @@ class ShardRunner:
         """The cell's config, prepared dataset and trained model (eval mode, on the runner's device), loaded once."""
         if cell_id not in self._cells:
             folder = ModelStore(self.workspace.models).cell(cell_id)
+            if folder.state() != "trained":  # on another node than the one it was published from
+                bring_down(folder.path)
             if folder.state() != "trained":
                 raise GridlabError(f"cell {cell_id} is not trained (run `gridlab launch` first)")
             stored = folder.read(CellFiles.CONFIG)

@@ -26,6 +26,7 @@ from ray import tune
 
 from gridlab.config.schema import CellConfig
 from gridlab.data.prepare import PreparedDataset, load_dataset
+from gridlab.errors import resource_fault
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
@@ -34,6 +35,7 @@ from gridlab.store.models import data_reference, write_trained
 from gridlab.store.remote import is_remote, local_copy, subfolders
 from gridlab.training.loop import NonFiniteLoss, Trainer, UndefinedSelection, evaluate
 
+RESOURCE_FAULT = "resource_fault"  # the result key of a trial that a full or unwritable disk stopped
 TRAINER_STATE = "trainer.pt"  # in a Tune checkpoint (not a results file): the trainer's state after an epoch
 
 
@@ -67,6 +69,18 @@ def cell_id_of(trial) -> str:
 
 
 def train_cell(config: dict[str, Any]) -> None:
+    """A Tune trial: `_train_cell`, with a full or unwritable disk reported as such (the driver stops the launch
+    with one line) instead of an error that Tune would retry into the same wall."""
+    try:
+        _train_cell(config)
+    except Exception as error:
+        fault = resource_fault(error, where=str(Path(config["trial"]["cache_dir"]).parent))
+        if fault is None:
+            raise
+        tune.report({RESOURCE_FAULT: str(fault)})
+
+
+def _train_cell(config: dict[str, Any]) -> None:
     params = config["trial"]
     quiet_environment(local_ray=False)
     set_torch_threads(params["cpus"])

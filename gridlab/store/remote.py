@@ -267,3 +267,12 @@ def portable_tracking_uri(uri: str) -> str:
 def resolved_tracking_uri(uri: str) -> str:
     prefix = "sqlite:///"
     return prefix + str(resolved(uri[len(prefix) :])) if uri.startswith(prefix) else uri
+
+
+def bring_down(path: Path) -> None:
+    """Where `path` lies in an active mirror, download what the store holds under it and this machine lacks:
+    on a cluster, a trained model published by the head for an actor on a worker, or the parts written by
+    actors on other nodes for the driver's summary."""
+    mirror = mirror_of(path)
+    if mirror is not None:
+        mirror.pull(mirror.relative(path))

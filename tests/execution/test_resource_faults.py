@@ -1,0 +1,71 @@
+"""A results folder on a full disk: `launch` stops with one line naming the place (exit 1), leaves nothing
+half-written, and a relaunch once there is room finishes the grid."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gridlab.errors import resource_fault
+
+from .conftest import write_grid
+
+
+def test_disk_errors_are_found_in_an_exception_chain():
+    try:
+        try:
+            raise OSError(28, "No space left on device", "/results/g/models/c1/model.pt")
+        except OSError as cause:
+            raise RuntimeError("trial failed") from cause
+    except RuntimeError as error:
+        fault = resource_fault(error)
+    assert fault is not None and str(fault).startswith("/results/g/models/c1/model.pt: no space left on its device")
+    wrapped = OSError("[Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device")
+    assert str(resource_fault(wrapped, where="/results")).startswith("/results: no space left")
+    assert resource_fault(OSError(2, "No such file or directory")) is None
+    assert resource_fault(ValueError("no")) is None
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 1.2 MB tmpfs (too small for a grid's prepared data and tracking store), grown on request."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("needs permission to mount a small tmpfs (root)")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_and_a_relaunch_finishes(small_disk: Path, tmp_path: Path, data_dir: Path):
+    path = write_grid(
+        tmp_path,
+        results_dir=str(small_disk / "runs"),
+        grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0, 1]},
+        instances=64,
+    )
+    env = {**os.environ, "GRIDLAB_DATA": str(data_dir), "RAY_AUTH_MODE": "disabled"}
+    command = [sys.executable, "-m", "gridlab", "launch", str(path)]
+    full = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert full.returncode == 1, full.stdout + full.stderr
+    errors = [line for line in full.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and "no space left on its device" in errors[0], full.stderr
+    assert "Traceback" not in full.stdout + full.stderr
+    half_written = [p for p in small_disk.rglob("*") if p.name.startswith(".") and ".tmp" in p.name]
+    assert half_written == []
+    models = small_disk / "runs" / "g" / "models"
+    for folder in models.iterdir() if models.is_dir() else []:  # a cell folder is complete or absent
+        assert (folder / "metrics.json").is_file() and (folder / "model.pt").is_file(), folder
+
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    relaunch = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert relaunch.returncode == 0, relaunch.stdout + relaunch.stderr
+    assert len(list(models.glob("*/metrics.json"))) == 2
