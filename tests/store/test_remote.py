@@ -144,6 +144,7 @@ def test_training_in_s3_resumes_from_tunes_checkpoints_in_the_store(object_store
     mirror = Mirror.of(object_store.uri("runs"))
     driver = launch(path, env)
     deadline = time.monotonic() + 300
+
     def restorable() -> bool:  # an epoch checkpoint and Tune's experiment state, both in the store
         keys = objects(mirror)
         return any(k.endswith("/trainer.pt") for k in keys) and any("experiment_state" in k for k in keys)
