@@ -27,6 +27,8 @@ from pyarrow import fs as pafs
 from ray import tune
 
 from gridlab.analyses.seed_variance import peers_of
+from gridlab.data.catalog import DATASETS
+from gridlab.data.prepare import verify_release
 from gridlab.errors import GridlabError, Interrupted, ResourceFault
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.execution.plan import plan_jobs
@@ -184,6 +186,7 @@ def _train(
         f"{grid.spec.name}: {len(pending)} of {counted(len(grid.cells), 'cell')} to train; "
         f"results in {grid.results_dir}/, MLflow at {tracking_uri(grid)}"
     )
+    _verify_data(grid, pending)
     grid.results_dir.mkdir(parents=True, exist_ok=True)
     store = ModelStore(grid.workspace.models)
     for experiment in _unfinished(grid):
@@ -212,6 +215,14 @@ def _train(
         failed={i: s.failure_reason() or "" for i, s in folders.items() if s.state() == "failed"},
         skipped=len(grid.cells) - len(pending),
     )
+
+
+def _verify_data(grid: ExpandedGrid, cells: list[Cell]) -> None:
+    """Refuses, in one line and before any trial starts, a dataset file that is not its published release (a
+    truncated download, an edited copy): a trial would otherwise fail on it, retried, with a traceback each
+    time. Each file is hashed once per (path, size, mtime)."""
+    for dataset in sorted({c.config.dataset for c in cells}):
+        verify_release(DATASETS[dataset], grid.data_dir)
 
 
 def _trainable(grid: ExpandedGrid):

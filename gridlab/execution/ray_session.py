@@ -4,8 +4,8 @@ A local Ray runs on node address 127.0.0.2 by default: a loopback address that R
 machine's public interface (it does rewrite 127.0.0.1), so its nodes talk over loopback and its agents bind
 there. Ray 2.60 still binds its gRPC servers (GCS, raylet, workers) to all interfaces, with no setting to
 change it (tests/execution/test_loopback.py tracks this): on an untrusted network, firewall the machine.
-Set GRIDLAB_RAY_NODE_IP to change the node address. Joining (`auto`, `ray://host:10001`, `host:port`) keeps the cluster's
-own settings; a connection that does not come up in `timeout_s` (a login-token mismatch can hang for
+Set GRIDLAB_RAY_NODE_IP to change the node address. Joining (`auto`, `ray://host:10001`, `host:port`)
+keeps the cluster's own settings; a connection that does not come up in `timeout_s` (a login-token mismatch can hang for
 minutes) is a clear error instead of a silent wait.
 """
 

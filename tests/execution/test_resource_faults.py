@@ -69,3 +69,24 @@ def test_a_full_disk_is_one_line_and_a_relaunch_finishes(small_disk: Path, tmp_p
     relaunch = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert relaunch.returncode == 0, relaunch.stdout + relaunch.stderr
     assert len(list(models.glob("*/metrics.json"))) == 2
+
+
+@pytest.mark.slow
+def test_a_truncated_dataset_file_is_refused_in_one_line_before_any_trial(tmp_path: Path, data_dir: Path):
+    import shutil
+
+    copy = tmp_path / "data"
+    shutil.copytree(data_dir / "sst", copy / "sst", ignore=shutil.ignore_patterns("trees"))
+    train = copy / "sst" / "stsa.binary.train"
+    lines = train.read_text(encoding="utf-8").splitlines(keepends=True)
+    train.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    path = write_grid(tmp_path, grid={"dataset": ["sst"], "encoder": ["average"], "seed": [0]})
+    env = {**os.environ, "GRIDLAB_DATA": str(copy), "RAY_AUTH_MODE": "disabled"}
+    refused = subprocess.run(
+        [sys.executable, "-m", "gridlab", "launch", str(path)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert refused.returncode == 1
+    errors = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and str(train) in errors[0] and "gridlab data check sst" in errors[0], refused.stderr
+    assert "running" not in refused.stdout  # no trial started
+    assert not (tmp_path / "runs" / "g" / "models").exists()
