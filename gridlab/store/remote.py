@@ -13,8 +13,11 @@ temporaries) never travel.
     >>> mirror.local                                 # ~/.cache/gridlab/mirror/s3/bucket/prefix
     >>> mirror.pull("sst-grid"); mirror.push_missing("sst-grid")
 
-Worker processes find the mirrors of their driver in `GRIDLAB_MIRRORS` (set by `activate`, carried to Ray
-workers with the environment), so a part written by an analysis actor is uploaded by that actor.
+A process writes through the mirrors named in `GRIDLAB_MIRRORS` (set by `activate`; a local Ray's workers
+inherit it, and an analysis actor activates its grid's mirror itself, on whichever node it runs), so a part
+written by an actor is uploaded by that actor, and an actor on another node fetches the model it needs
+(`bring_down`). What Tune saves with an experiment names `portable` locations, so a launch resumed on another
+machine writes to that machine's mirror.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from pyarrow import fs as pafs
+
+from gridlab.errors import GridlabError
 
 SCHEMES = ("s3", "gs")
 MIRRORS_ENV = "GRIDLAB_MIRRORS"  # JSON {local folder: object-store URI} of the mirrors a process writes through
@@ -96,12 +101,13 @@ class Mirror:
     def root(self) -> str:
         return _filesystem(self.uri)[1]
 
+    def relative(self, path: Path) -> str:
+        """A local path inside the mirror, relative to its root (as a key below the prefix)."""
+        return path.resolve().relative_to(self.local.resolve()).as_posix()
+
     def key(self, path: Path) -> str:
         """The object key of a local path inside the mirror."""
-        return f"{self.root}/{path.resolve().relative_to(self.local.resolve()).as_posix()}"
-
-    def relative(self, path: Path) -> str:
-        return path.resolve().relative_to(self.local.resolve()).as_posix()
+        return f"{self.root}/{self.relative(path)}"
 
     def contains(self, path: Path) -> bool:
         return path.resolve().is_relative_to(self.local.resolve())
@@ -202,24 +208,25 @@ def pushed(path: Path) -> None:
 def sync(mirror: Mirror, grid_name: str) -> None:
     """Before a command reads or writes a grid kept in object storage: bring its objects down, send up what a
     killed process published locally but did not upload, and make this process (and its Ray workers)
-    upload what it publishes. An unreachable store is one line (`GridlabError`)."""
-    from gridlab.errors import GridlabError
-
+    upload what it publishes."""
     activate(mirror)
-    try:
+    with _reaching(mirror):
         mirror.pull(grid_name)
         mirror.push_missing(grid_name)
-    except OSError as error:
-        raise GridlabError(f"results_dir {mirror.uri}: {str(error).splitlines()[0]}") from None
 
 
 def upload_pending(mirror: Mirror, grid_name: str) -> None:
-    """After a command: the files it appended to (launch and shard logs, the tracking journal) and Tune's
-    own files, which are not published through `store.atomic`."""
-    from gridlab.errors import GridlabError
-
-    try:
+    """After a command: the files it appended to (launch and shard logs, the tracking journal), which are not
+    published through `store.atomic`."""
+    with _reaching(mirror):
         mirror.push_missing(grid_name)
+
+
+@contextmanager
+def _reaching(mirror: Mirror) -> Iterator[None]:
+    """An unreachable or refusing store is one line (`GridlabError`), not pyarrow's traceback."""
+    try:
+        yield
     except OSError as error:
         raise GridlabError(f"results_dir {mirror.uri}: {str(error).splitlines()[0]}") from None
 
