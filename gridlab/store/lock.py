@@ -7,7 +7,8 @@ folder, so two of them never train the same cells into one Tune experiment or ra
 The lock is the operating system's (`flock` on `results_dir/<grid>/launch.lock`): it is released when its
 holder exits, however it exits, so a killed launch never leaves a stale lock behind. The file also names the
 holder (host, pid, command, start time) for the message a second launch prints. Readers (`status`, `plan`,
-`report`) take no lock. A shared file system must support `flock` (local disks and NFSv4 do).
+`report`) take no lock. A shared file system must support `flock` (local disks and NFSv4 do). Where results
+live in object storage, the grid's lease in the bucket (`store.lease`) holds other machines off as well.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import os
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from gridlab.errors import GridlabError
 from gridlab.store.layout import GridWorkspace
+from gridlab.store.lease import held
+from gridlab.store.remote import mirror_of
 
 
 class GridBusy(GridlabError):
@@ -43,8 +46,10 @@ def exclusive(workspace: GridWorkspace, command: str) -> Iterator[None]:
         holder = {"host": socket.gethostname(), "pid": os.getpid(), "command": command, "since": time.time()}
         handle.write(json.dumps(holder))
         handle.flush()
+        mirror = mirror_of(workspace.path)  # results in object storage: other machines are held off too
         try:
-            yield
+            with held(mirror.uri, workspace.path.name, command) if mirror is not None else nullcontext():
+                yield
         finally:
             handle.seek(0)
             handle.truncate()  # the lock itself goes with the file's closing
