@@ -88,9 +88,7 @@ def _equal_steps(function):
 # Targets are multiples of the original code's figure (issue 14), except where a row says "vs loop".
 ROWS: dict[str, Row] = {
     "gradient": Row("importance_correlation", _gradient, _gradient_loop, "1.5x at T = 180"),
-    "leave_one_out": Row(
-        "importance_correlation", _leave_one_out, _leave_one_out_loop, "2x rnn; 20x vs loop cnn/avg"
-    ),
+    "leave_one_out": Row("importance_correlation", _leave_one_out, _leave_one_out_loop, "2x rnn; 20x vs loop cnn/avg"),
     "importance_correlation": _module_row("importance_correlation"),
     "permutation": _module_row("permutation", target="20x at T = 20"),
     "adversarial": Row(
@@ -251,6 +249,7 @@ def profile(row: Row, context: AnalysisContext, passes: list[SharedPass], top: i
         for shared in passes:
             row.batched(context, shared)
     return recorded.key_averages().table(sort_by="self_cpu_time_total", row_limit=top)
+
 
 if __name__ == "__main__":
     main()
