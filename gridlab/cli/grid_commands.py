@@ -47,9 +47,8 @@ def load(grid: Path, where: list[str] | None = None, check_data: bool = True, re
 
 @contextmanager
 def uploading(expanded: ExpandedGrid) -> Iterator[None]:
-    """Around a command that writes: whatever it leaves that `store.atomic` did not upload as it went (logs
-    appended to, Tune's files) goes to the object store at the end, also when the command fails or is
-    interrupted."""
+    """Around a command that writes: what it leaves that `store.atomic` did not upload as it went (the logs it
+    appended to) goes to the object store at the end, also when the command fails or is interrupted."""
     try:
         yield
     finally:
