@@ -2,7 +2,8 @@
 (`<grid>/launch.lease`), taken with a conditional write (`If-None-Match: *`, so of two machines exactly one
 creates it), renewed by its holder every `TTL_S / 3` seconds (`If-Match` on its own version) and deleted
 when it lets go. A holder that is killed stops renewing: its lease expires after `TTL_S` and the next
-launch takes it over (again conditionally, on the expired version). `store.lock` takes it together with the
+launch takes it over (again conditionally, on the expired version); on the holder's own machine a relaunch
+takes it at once once the holder's process is gone. `store.lock` takes it together with the
 machine's own lock.
 
 pyarrow's filesystems have no conditional writes, so this speaks S3 through boto3 where it is installed
@@ -79,9 +80,9 @@ class _Lease:
                 raise GridlabError(f"s3://{self.bucket}/{self.key}: {error}") from None
             current = self.client.get_object(Bucket=self.bucket, Key=self.key)
             holder = json.loads(current["Body"].read())
-            if holder["expires"] > time.time():
+            if holder["expires"] > time.time() and not _dead_here(holder):
                 raise LeaseTaken(_busy(self.key, holder)) from None
-            try:  # expired: its holder died; take it over unless another machine just did
+            try:  # expired, or its holder died on this machine: take it over unless another launch just did
                 self.etag = self._put(IfMatch=current["ETag"])
             except ClientError as again:
                 if _precondition_failed(again):
@@ -111,6 +112,20 @@ class _Lease:
                 self.etag = self._put(IfMatch=self.etag)
             except (ClientError, BotoCoreError) as error:  # the store is unreachable, or the lease was taken
                 _warn(f"warning: s3://{self.bucket}/{self.key}: lease not renewed ({str(error).splitlines()[0]})")
+
+
+def _dead_here(holder: dict) -> bool:
+    """Whether the lease's holder ran on this machine and is gone (a killed launch relaunched here need not
+    wait for its lease to expire)."""
+    if holder.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(int(holder["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, KeyError, ValueError, TypeError):
+        return False
+    return False
 
 
 def _warn(line: str) -> None:

@@ -63,3 +63,20 @@ def test_a_command_on_a_grid_another_machine_holds_is_refused_in_one_line(object
     assert result.exit_code == 1
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "holds this grid's lease" in lines[0], result.output
+
+
+def test_a_lease_whose_holder_died_on_this_machine_is_taken_at_once(object_store: ObjectStore):
+    import socket
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer runs
+    dead = {"host": socket.gethostname(), "pid": gone.pid, "command": "launch", "since": time.time(), "expires": 1e12}
+    boto3.client("s3").put_object(Bucket=object_store.bucket, Key=f"runs/g/{LEASE}", Body=json.dumps(dead).encode())
+    with held(object_store.uri("runs"), "g", "launch"):
+        assert lease_of(object_store)["pid"] != gone.pid
+    alive = {**dead, "host": "another-machine"}  # on another machine, a live-looking lease holds
+    boto3.client("s3").put_object(Bucket=object_store.bucket, Key=f"runs/g/{LEASE}", Body=json.dumps(alive).encode())
+    with pytest.raises(LeaseTaken):
+        with held(object_store.uri("runs"), "g", "launch"):
+            pass
