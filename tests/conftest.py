@@ -73,3 +73,15 @@ def publish_model():
         return identifier
 
     return publish
+
+
+def truncated_sst_copy(data_dir: Path, folder: Path) -> Path:
+    """A copy of SST under `folder` whose training file is cut to its first half (a broken download);
+    returns that file."""
+    import shutil
+
+    shutil.copytree(data_dir / "sst", folder / "sst", ignore=shutil.ignore_patterns("trees"))
+    train = folder / "sst" / "stsa.binary.train"
+    lines = train.read_text(encoding="utf-8").splitlines(keepends=True)
+    train.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    return train

@@ -16,6 +16,7 @@ from gridlab.data.synthetic import SyntheticConfig, class_of_word, decide_label,
 from gridlab.data.tokenize import normalise, tokenize
 from gridlab.data.vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, Vocab
 from gridlab.errors import DataError, DatasetMissingError
+from tests.conftest import truncated_sst_copy
 
 
 @pytest.fixture(scope="module")
@@ -225,10 +226,7 @@ def test_synthetic_is_deterministic_by_its_seed(tmp_path: Path):
 def test_a_file_that_is_not_the_release_is_refused_before_anything_is_built(data_dir: Path, tmp_path: Path):
     """A truncated training file would otherwise be prepared, cached and trained on under the same cell id."""
     copy = tmp_path / "data"
-    shutil.copytree(data_dir / "sst", copy / "sst", ignore=shutil.ignore_patterns("trees"))
-    train = copy / "sst" / "stsa.binary.train"
-    lines = train.read_text(encoding="utf-8").splitlines(keepends=True)
-    train.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    train = truncated_sst_copy(data_dir, copy)
     with pytest.raises(DataError) as refused:
         load_dataset("sst", copy, tmp_path / "cache", DataConfig())
     (line,) = refused.value.lines()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,3 +49,16 @@ def write_grid(folder: Path, name: str = "g", **settings) -> Path:
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(grid, sort_keys=False))
     return path
+
+
+def start_launch(path: Path, env: dict) -> subprocess.Popen:
+    """`gridlab launch` in its own process group (so a test can SIGKILL the driver and its Ray at once), its
+    output (stdout and stderr) in one pipe."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "gridlab", "launch", str(path)],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,20 +15,9 @@ import pytest
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
 
-from .conftest import write_grid
+from .conftest import start_launch, write_grid
 
 pytestmark = pytest.mark.slow
-
-
-def gridlab(path: Path, env: dict) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gridlab", "launch", str(path)],
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
 
 
 def checkpoints(experiment: Path) -> dict[str, set[str]]:
@@ -56,7 +43,7 @@ def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, data_
     models = tmp_path / "runs" / "g" / "models"
     experiment = tmp_path / "runs" / "g" / "tune" / "launch-001"
 
-    driver = gridlab(path, env)
+    driver = start_launch(path, env)
     deadline = time.monotonic() + 300
     while not any("trainer.pt" in files for files in checkpoints(experiment).values()):
         assert driver.poll() is None, driver.stdout.read()
@@ -72,7 +59,7 @@ def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, data_
     }
     assert len(trained_before) < len(cells), "the driver was killed too late to test anything"
 
-    relaunch = gridlab(path, env)
+    relaunch = start_launch(path, env)
     output, _ = relaunch.communicate(timeout=600)
     assert relaunch.returncode == 0, output
     assert "resuming the interrupted launch launch-001" in output

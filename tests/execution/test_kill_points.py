@@ -17,7 +17,7 @@ import mlflow
 import pandas as pd
 import pytest
 
-from .conftest import write_grid
+from .conftest import start_launch, write_grid
 
 pytestmark = pytest.mark.slow
 
@@ -46,13 +46,6 @@ POINTS: dict[str, Callable[[Path], bool]] = {
 }
 
 
-def launch(path: Path, env: dict) -> subprocess.Popen:
-    command = [sys.executable, "-m", "gridlab", "launch", str(path)]
-    return subprocess.Popen(
-        command, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-    )
-
-
 def rows(results: Path) -> pd.DataFrame:
     frame = pd.read_parquet(results / "g" / "analyses" / "permutation")
     return frame.sort_values(["cell", "instance_id"]).reset_index(drop=True)
@@ -73,7 +66,7 @@ def test_a_driver_killed_at_any_point_loses_nothing(point: str, undisturbed, tmp
     path = write_grid(tmp_path, **SETTINGS)
     results = tmp_path / "runs"
     env = {**os.environ, "GRIDLAB_DATA": str(data_dir), "RAY_AUTH_MODE": "disabled"}
-    driver = launch(path, env)
+    driver = start_launch(path, env)
     deadline = time.monotonic() + 300
     while not POINTS[point](results):
         assert driver.poll() is None, f"the launch ended before the point: {driver.stdout.read()[-2000:]}"
@@ -83,7 +76,7 @@ def test_a_driver_killed_at_any_point_loses_nothing(point: str, undisturbed, tmp
     driver.wait()
     trained = [p.parent.name for p in (results / "g" / "models").glob("*/metrics.json")]
 
-    relaunch = launch(path, env)
+    relaunch = start_launch(path, env)
     output, _ = relaunch.communicate(timeout=600)
     assert relaunch.returncode == 0, output
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gridlab.errors import resource_fault
+from tests.conftest import truncated_sst_copy
 
 from .conftest import write_grid
 
@@ -73,13 +74,8 @@ def test_a_full_disk_is_one_line_and_a_relaunch_finishes(small_disk: Path, tmp_p
 
 @pytest.mark.slow
 def test_a_truncated_dataset_file_is_refused_in_one_line_before_any_trial(tmp_path: Path, data_dir: Path):
-    import shutil
-
     copy = tmp_path / "data"
-    shutil.copytree(data_dir / "sst", copy / "sst", ignore=shutil.ignore_patterns("trees"))
-    train = copy / "sst" / "stsa.binary.train"
-    lines = train.read_text(encoding="utf-8").splitlines(keepends=True)
-    train.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    train = truncated_sst_copy(data_dir, copy)
     path = write_grid(tmp_path, grid={"dataset": ["sst"], "encoder": ["average"], "seed": [0]})
     env = {**os.environ, "GRIDLAB_DATA": str(copy), "RAY_AUTH_MODE": "disabled"}
     refused = subprocess.run(

@@ -17,7 +17,7 @@ from pyarrow import fs as pafs
 
 from gridlab.store import atomic
 from gridlab.store.remote import Mirror, activate
-from tests.execution.conftest import write_grid
+from tests.execution.conftest import start_launch, write_grid
 
 from .conftest import ObjectStore
 
@@ -66,17 +66,6 @@ def test_an_unreachable_store_is_one_line(tmp_path: Path, monkeypatch):
     assert len(lines) == 1 and lines[0].startswith("results_dir s3://nowhere/runs: "), result.output
 
 
-def launch(path: Path, env: dict) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gridlab", "launch", str(path)],
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
 @pytest.mark.slow
 def test_a_grid_in_s3_survives_a_driver_kill_and_a_lost_machine(object_store: ObjectStore, tmp_path, data_dir):
     settings = dict(
@@ -94,7 +83,7 @@ def test_a_grid_in_s3_survives_a_driver_kill_and_a_lost_machine(object_store: Ob
 
     path = write_grid(tmp_path, results_dir=object_store.uri("runs"), **settings)
     mirror = Mirror.of(object_store.uri("runs"))
-    driver = launch(path, env)
+    driver = start_launch(path, env)
     deadline = time.monotonic() + 300
     while not any(k.startswith("g/analyses/permutation/") for k in objects(mirror)):
         assert driver.poll() is None, driver.stdout.read()
@@ -107,7 +96,7 @@ def test_a_grid_in_s3_survives_a_driver_kill_and_a_lost_machine(object_store: Ob
 
     # another machine: no local mirror at all, only the object store
     env["GRIDLAB_MIRROR_DIR"] = str(tmp_path / "second-machine")
-    relaunch = launch(path, env)
+    relaunch = start_launch(path, env)
     output, _ = relaunch.communicate(timeout=600)
     assert relaunch.returncode == 0, output
     assert "nothing to train" in output  # the trained model came back from the store
@@ -142,7 +131,7 @@ def test_training_in_s3_resumes_from_tunes_checkpoints_in_the_store(object_store
 
     path = write_grid(tmp_path, results_dir=object_store.uri("runs"), **settings)
     mirror = Mirror.of(object_store.uri("runs"))
-    driver = launch(path, env)
+    driver = start_launch(path, env)
     deadline = time.monotonic() + 300
 
     def restorable() -> bool:  # an epoch checkpoint and Tune's experiment state, both in the store
@@ -158,7 +147,7 @@ def test_training_in_s3_resumes_from_tunes_checkpoints_in_the_store(object_store
     assert not any(k.endswith("/metrics.json") and "/models/" in k for k in objects(mirror)), "killed too late"
 
     env["GRIDLAB_MIRROR_DIR"] = str(tmp_path / "second-machine")
-    relaunch = launch(path, env)
+    relaunch = start_launch(path, env)
     output, _ = relaunch.communicate(timeout=600)
     assert relaunch.returncode == 0, output
     assert "resuming the interrupted launch launch-001" in output
