@@ -36,20 +36,26 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
 
 
-class _ResourceFaultLogs(logging.Filter):
-    """Drops Ray's log records (with their tracebacks) of a full or unwritable disk: gridlab reports that
-    fault itself, in one line (`errors.resource_fault`)."""
+class _ReportedByGridlab(logging.Filter):
+    """Drops Ray's log records of what gridlab reports itself, in one line: a full or unwritable disk
+    (`errors.resource_fault`, with Ray's tracebacks), and after an interrupt Tune's advice to resume with
+    `Tuner.restore` (`gridlab launch` does that) and its list of trials without results (trials that never
+    started; gridlab counts cells from its model store, not from Tune's results)."""
+
+    INTERRUPT_RECORDS = ("Experiment has been interrupted", "Failed to fetch metrics for")
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        return error is None or resource_fault(error) is None
+        if error is not None and resource_fault(error) is not None:
+            return False
+        return not record.getMessage().startswith(self.INTERRUPT_RECORDS)
 
 
-def drop_resource_fault_logs() -> None:
-    """Install `_ResourceFaultLogs` on Ray's log handler (Tune's loggers propagate to it), once."""
+def drop_reported_logs() -> None:
+    """Install `_ReportedByGridlab` on Ray's log handler (Tune's loggers propagate to it), once."""
     for handler in logging.getLogger("ray").handlers:
-        if not any(isinstance(f, _ResourceFaultLogs) for f in handler.filters):
-            handler.addFilter(_ResourceFaultLogs())
+        if not any(isinstance(f, _ReportedByGridlab) for f in handler.filters):
+            handler.addFilter(_ReportedByGridlab())
 
 
 def set_torch_threads(cpus: float) -> None:

@@ -199,6 +199,7 @@ def _train(
             resume_errored=False,
             storage_filesystem=filesystem,
         ).fit()
+        _stop_if_interrupted(grid, _read_marker(experiment)["cells"])
         marker = _mark_finished(experiment)
         states = [store.cell(c).state() for c in marker["cells"]]
         key = marker["launch_key"] if "launch_key" in marker else marker["parent_run"]  # earlier: the MLflow run id
@@ -330,7 +331,7 @@ def _unfinished(grid: ExpandedGrid) -> list[Path]:
         p.resolve()
         for p in grid.workspace.tune_experiments()
         if (p / LAUNCH_MARKER).is_file()
-        and not json.loads((p / LAUNCH_MARKER).read_text())["finished"]
+        and not _read_marker(p)["finished"]
         and _restorable(*_tune_storage(grid, p.resolve()))
     ]
 
@@ -357,7 +358,11 @@ def _write_marker(folder: Path, marker: dict) -> None:
     write_json(folder / LAUNCH_MARKER, marker, indent=None)
 
 
+def _read_marker(folder: Path) -> dict:
+    return json.loads((folder / LAUNCH_MARKER).read_text())
+
+
 def _mark_finished(folder: Path) -> dict:
-    marker = {**json.loads((folder / LAUNCH_MARKER).read_text()), "finished": True}
+    marker = {**_read_marker(folder), "finished": True}
     _write_marker(folder, marker)
     return marker

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 import ray
 
 from gridlab.errors import GridlabError
-from gridlab.runtime import drop_resource_fault_logs, quiet_environment, stop_on_sigterm
+from gridlab.runtime import drop_reported_logs, quiet_environment, stop_on_sigterm
 
 LOCAL_NODE_IP = "127.0.0.2"
 CONNECT_TIMEOUT_S = 60.0
@@ -70,4 +70,4 @@ def _init_with_timeout(kwargs: dict, timeout_s: float, target: str) -> None:
             raise GridlabError(f"could not connect to {target}: {last[0]}") from None
     ray.init(logging_level=logging.WARNING, log_to_driver=False, **kwargs)
     stop_on_sigterm()  # ray.init installs a handler that aborts on SIGTERM
-    drop_resource_fault_logs()  # a full disk is one line of gridlab's, not Tune's tracebacks
+    drop_reported_logs()  # a full disk or an interrupt is one line of gridlab's, not Tune's tracebacks and lists

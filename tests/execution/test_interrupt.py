@@ -4,10 +4,9 @@ published half-trained."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,25 +15,16 @@ import yaml
 
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
+from gridlab.store.layout import LAUNCH_MARKER
 from gridlab.store.models import ModelStore
+from tests.execution.conftest import start_launch
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_an_interrupt_exits_130_and_the_relaunch_resumes(tmp_path: Path, stop: signal.Signals):
-    grid = {
-        "name": "g",
-        "results_dir": str(tmp_path / "runs"),
-        "grid": {"dataset": ["synthetic"], "encoder": ["average"], "seed": [0, 1]},
-        "model": {"embedding_dim": 8, "hidden_size": 8, "attention_size": 8},
-        "train": {"epochs": 400, "patience": 400, "batch_size": 64, "max_train": 256},
-    }
-    path = tmp_path / "g.yaml"
-    path.write_text(yaml.safe_dump(grid))
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "GRIDLAB_RAY_NODE_IP": "127.0.0.2"}
-    launch = [sys.executable, "-m", "gridlab", "launch", str(path)]
-    process = subprocess.Popen(launch, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+def _interrupt_when_training(path: Path, stop: signal.Signals, env: dict) -> tuple[int, str]:
+    """Launch the grid, send `stop` once a trial trains, return the exit code and the whole output."""
+    process = start_launch(path, env)
     lines = []
     assert process.stdout is not None
     for line in process.stdout:  # wait until a trial trains
@@ -47,11 +37,34 @@ def test_an_interrupt_exits_130_and_the_relaunch_resumes(tmp_path: Path, stop: s
         rest, _ = process.communicate(timeout=180)
     finally:
         process.kill()
-    output = "".join(lines) + rest
-    assert process.returncode == 130, output
-    assert "done:" not in output
-    assert "interrupted: 0 of 2 cells trained" in output and f"`gridlab launch {path}` resumes" in output
+    return process.returncode, "".join(lines) + rest
 
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupt_exits_130_also_while_resuming(tmp_path: Path, stop: signal.Signals):
+    """Interrupted twice: in a new launch, then in the relaunch while it resumes the first launch's Tune
+    experiment (a path of its own: it once went on into a new experiment and marked the first one finished)."""
+    grid = {
+        "name": "g",
+        "results_dir": str(tmp_path / "runs"),
+        "grid": {"dataset": ["synthetic"], "encoder": ["average"], "seed": [0, 1]},
+        "model": {"embedding_dim": 8, "hidden_size": 8, "attention_size": 8},
+        "train": {"epochs": 400, "patience": 400, "batch_size": 64, "max_train": 256},
+    }
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "GRIDLAB_RAY_NODE_IP": "127.0.0.2"}
     expanded = expand(load_grid_file(path), str(path), check_data=False)
     store = ModelStore(expanded.workspace.models)
-    assert all(store.cell(c.id).state() == "pending" for c in expanded.cells)
+
+    for attempt in ("first", "resuming"):
+        code, output = _interrupt_when_training(path, stop, env)
+        assert code == 130, output
+        assert "done:" not in output
+        assert "interrupted: 0 of 2 cells trained" in output and f"`gridlab launch {path}` resumes" in output
+        assert "Failed to fetch metrics" not in output and "Tuner.restore" not in output
+        assert ("resuming the interrupted launch launch-001" in output) == (attempt == "resuming")
+        assert all(store.cell(c.id).state() == "pending" for c in expanded.cells)
+        experiments = expanded.workspace.tune_experiments()
+        assert [e.name for e in experiments] == ["launch-001"], attempt
+        assert not json.loads((experiments[0] / LAUNCH_MARKER).read_text())["finished"]
