@@ -103,6 +103,8 @@ ROWS: dict[str, Row] = {
     "erasure_single": _module_row("erasure_single"),
     "sparsity_importance": _module_row("sparsity_importance"),
     "rationale_recovery": _module_row("rationale_recovery"),
+    "eraser": _module_row("eraser", loop_cap=8),
+    "ranking_agreement": _module_row("ranking_agreement", loop_cap=8),
 }
 
 
@@ -133,6 +135,7 @@ def rate(function, context: AnalysisContext, shared_passes: list[SharedPass], in
     synchronize()
     started = time.perf_counter()
     for shared in shared_passes:
+        shared.memo.clear()  # a pass keeps the rankings' scores for the shard's next analysis: time them each time
         function(context, shared)
     synchronize()
     return instances / (time.perf_counter() - started)

@@ -20,7 +20,9 @@ positions; the base model's outputs and attention are computed without gradients
   instances, so `lam` and the learning rate mean the same thing at any batch size (docs/analyses.md#adversarial_model).
 - **KL in nats over the mask only**, terms with alpha_adv = 0 contribute 0 and alpha_base is clamped at
   1e-12 (sparse projections give exact zeros), so the loss stays finite; it is bounded by ln(1e12) per unit
-  of adversarial mass that lands outside the base's support.
+  of adversarial mass that lands outside the base's support. Against a sparse base that reward dwarfs the
+  TVD term: `divergence: jsd` puts the bounded JSD(alpha_adv, alpha_base) in its place (Meister's Table 5
+  caption calls JSD "the metric being optimized over"; W&P's literal KL is infinite there).
 - **Training as the cell's**: `make_optimizer` (Adam, AMSGrad, weight decay except on attention), gradient
   clipping, batch size and `max_train` from `config.train`; `params.epochs` epochs with the cell's early
   stopping `patience`; the learning rate is the cell's unless `params.lr` sets one (a Transformer trained
@@ -94,8 +96,12 @@ def objective(
     base_alpha: torch.Tensor,
     mask: torch.Tensor,
     lam: float,
+    divergence: str = "kl",
 ) -> torch.Tensor:
-    """W&P's per-instance loss TVD(y_adv, y_base) - lam * KL(alpha_adv || alpha_base): (B,)."""
+    """W&P's per-instance loss TVD(y_adv, y_base) - lam * KL(alpha_adv || alpha_base): (B,); with
+    `divergence="jsd"` the attention term is JSD(alpha_adv, alpha_base) instead (bounded by ln 2)."""
+    if divergence == "jsd":
+        return tvd(adv_probs, base_probs) - lam * jsd(adv_alpha * mask, base_alpha * mask)
     return tvd(adv_probs, base_probs) - lam * masked_kl(adv_alpha, base_alpha, mask)
 
 
@@ -108,12 +114,12 @@ def adversary_pass(model: AttentionClassifier, batch: Batch) -> tuple[torch.Tens
 
 
 def batch_objective(
-    adversary: AttentionClassifier, base: AttentionClassifier, batch: Batch, lam: float
+    adversary: AttentionClassifier, base: AttentionClassifier, batch: Batch, params: AdversarialModelParams
 ) -> torch.Tensor:
     """(B,) objective of each instance; the base model's side carries no gradient."""
     reference = forward_once(base, batch)
     probs, alpha, mask = adversary_pass(adversary, batch)
-    return objective(probs, reference.probs, alpha, reference.alpha, mask, lam)
+    return objective(probs, reference.probs, alpha, reference.alpha, mask, params.lam, params.divergence)
 
 
 def initial_adversary(context: Context, data: PreparedDataset, variant: str) -> AttentionClassifier:
@@ -140,7 +146,7 @@ def train_epoch(
     seed: int,
 ) -> float:
     """One pass over the training split minimising the mean objective; returns the mean batch loss."""
-    lam, base = context.params.lam, context.classifier
+    params, base = context.params, context.classifier
     return loop.train_epoch(
         adversary,
         data.splits["train"],
@@ -148,7 +154,7 @@ def train_epoch(
         optimizer,
         context.device,
         seed,
-        loss_of=lambda model, batch: batch_objective(model, base, batch, lam).mean(),
+        loss_of=lambda model, batch: batch_objective(model, base, batch, params).mean(),
         what="adversary",
     )
 
@@ -159,7 +165,7 @@ def dev_objective(adversary: AttentionClassifier, context: Context, data: Prepar
     adversary.eval()
     total, n = 0.0, 0
     for batch in iterate_batches(data.splits["dev"], EVAL_BATCH_SIZE, sentences=hierarchical(adversary)):
-        values = batch_objective(adversary, context.classifier, batch.to(context.device), context.params.lam)
+        values = batch_objective(adversary, context.classifier, batch.to(context.device), context.params)
         total += values.double().sum().item()
         n += batch.size
     return total / max(n, 1)

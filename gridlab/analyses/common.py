@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -34,6 +34,8 @@ class SharedPass:
     logits: torch.Tensor  # (B, C)
     probs: torch.Tensor  # (B, C)
     pred: torch.Tensor  # (B,)
+    # what the shard's analyses derive from this pass and share, e.g. a ranking's scores (importance.scores)
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def lengths(self) -> torch.Tensor:

@@ -17,6 +17,9 @@ noise, which differs with the batch and the thread count, cannot reorder mathema
   computed divided by d (1 - d), which keeps the order and survives confident predictions where d is 1.0
   in float32 and the plain gradient is exactly 0.
 - `grad_x_attention`: that gradient times alpha_t.
+Any other ranking of `importance.scores` (leave-one-out, norm-based attention, integrated gradients, rollout
+and flow) is accepted too, ranked by the same tie rule (leave-one-out with its TVD floor); rollout and flow
+are skipped (null) on cells without a Transformer encoder.
 
 For k = 1..T the top k weights are zeroed and the rest renormalised; `removed_<R>` is the first k whose
 argmax differs from the original prediction, `frac_<R>` = k / T. At k = T nothing is left and the context is
@@ -44,14 +47,15 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, decode_many, instance_generator
+from gridlab.analyses.common import SharedPass, decode_many
+from gridlab.analyses.importance.scores import RankingScores, applicable, random_keys, random_order, ranking_scores
 from gridlab.analyses.ranking import tie_ranks
-from gridlab.catalog.analyses import ANALYSES, ERASURE_RANKINGS, ErasureMultiParams
+from gridlab.catalog.analyses import ANALYSES, ERASURE_RANKINGS, RANKINGS, ErasureMultiParams
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 ID = "erasure_multi"
 VERSION = 1
-RANKINGS = ERASURE_RANKINGS  # the rankings it may compute, in its columns' order
+OWN_RANKINGS = frozenset(ERASURE_RANKINGS)  # S&S's four, computed here; the others by `importance.scores`
 SCHEMA = pa.schema(
     [
         field
@@ -68,10 +72,12 @@ def run(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) -> dic
     """Batched: one decoder call per ranking (per chunk of instances) and one per subset size (per chunk)."""
     model, params = context.classifier, context.params
     lengths = shared.lengths
-    gradient = _decision_gradient(model, shared) if {"gradient", "grad_x_attention"} & set(params.rankings) else None
+    rankings = applicable(model, params.rankings)
+    gradient = _decision_gradient(model, shared) if {"gradient", "grad_x_attention"} & set(rankings) else None
+    others = _other_scores(context, shared, rankings)
     counts: dict[str, torch.Tensor | None] = {name: None for name in (*RANKINGS, "exact")}
-    for name in params.rankings:
-        counts[name] = _first_flips(model, shared, _ranking_keys(context.cell_id, shared, name, gradient))
+    for name in rankings:
+        counts[name] = _first_flips(model, shared, _ranking_keys(context.cell_id, shared, name, gradient, others))
     if params.exact_max_len > 0:
         counts["exact"] = _exact_sizes(model, shared, params.exact_max_len)
     return _columns(counts, lengths)
@@ -82,13 +88,15 @@ def reference(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) 
     code), and a brute force over all subsets, one decode per subset size."""
     model, params = context.classifier, context.params
     lengths = shared.lengths
+    rankings = applicable(model, params.rankings)
+    others = _other_scores(context, shared, rankings)
     counts = {name: torch.zeros_like(lengths) for name in (*RANKINGS, "exact")}  # 0 = null
     for b in range(len(lengths)):
         positions = shared.encoded.mask[b].nonzero().squeeze(1).tolist()
         if len(positions) < 2:
             continue
-        for name in params.rankings:
-            order = _reference_order(context.cell_id, model, shared, b, positions, name)
+        for name in rankings:
+            order = _reference_order(context.cell_id, model, shared, b, positions, name, others)
             counts[name][b] = _reference_ranking(model, shared, b, order)
         if len(positions) <= params.exact_max_len:
             counts["exact"][b] = _reference_exact(model, shared, b, positions)
@@ -123,41 +131,35 @@ def _decision_direction(logits: torch.Tensor, pred: torch.Tensor) -> torch.Tenso
     return chosen.to(logits.dtype) - others
 
 
-def random_order(cell_id: str, instance_id: int, length: int) -> torch.Tensor:
-    """The random ranking of one instance: indices into its `length` unmasked positions, first erased first.
-    Drawn on the CPU so the same cell and instance give the same order on any device."""
-    return torch.randperm(length, generator=instance_generator(cell_id, ID, instance_id))
+def _other_scores(
+    context: AnalysisContext[ErasureMultiParams], shared: SharedPass, rankings: list[str]
+) -> RankingScores:
+    """The scores of the rankings beyond S&S's four (`importance.scores`), for the ones requested."""
+    names = [r for r in rankings if r not in OWN_RANKINGS]
+    return ranking_scores(context.classifier, context.cell_id, shared, names, ID, context.params.ig_steps)
 
 
-def _ranking_keys(cell_id: str, shared: SharedPass, name: str, gradient: torch.Tensor | None) -> torch.Tensor:
+def _ranking_keys(
+    cell_id: str, shared: SharedPass, name: str, gradient: torch.Tensor | None, others: RankingScores
+) -> torch.Tensor:
     """(B, T) keys whose descending stable sort is the ranking: the tie ranks of the importances (ties then
     keep position order), or the random order's; an importance without a rank (non-finite) gets -1 and
     sorts after the ranked ones, padding -inf and last."""
     mask = shared.encoded.mask
     if name == "random":
-        return _random_keys(cell_id, shared).masked_fill(~mask, float("-inf"))
+        return random_keys(cell_id, ID, shared).masked_fill(~mask, float("-inf"))
+    floor: torch.Tensor | float = 0.0
     if name == "attention":
         values = shared.alpha
+    elif name in others.values:
+        values, floor = others.values[name], others.floors[name]
     elif gradient is None:
         raise ValueError(f"the {name} ranking needs the decision gradient")
     elif name == "gradient":
         values = gradient
     else:
         values = gradient * shared.alpha
-    return tie_ranks(values, mask).nan_to_num(-1.0).masked_fill(~mask, float("-inf"))
-
-
-def _random_keys(cell_id: str, shared: SharedPass) -> torch.Tensor:
-    """(B, T) keys that sort each instance's positions into its `random_order` (padding left at 0)."""
-    mask = shared.encoded.mask
-    draws = []
-    for instance_id, length in zip(shared.batch.instance_ids.tolist(), shared.lengths.tolist()):
-        local = torch.empty(length, dtype=torch.float64)
-        local[random_order(cell_id, instance_id, length)] = torch.arange(length, 0, -1, dtype=torch.float64)
-        draws.append(local)
-    keys = torch.zeros(mask.shape, dtype=torch.float64)
-    keys[mask.cpu()] = torch.cat(draws)  # boolean indexing is row-major: each instance's positions in order
-    return keys.to(mask.device)
+    return tie_ranks(values, mask, floor).nan_to_num(-1.0).masked_fill(~mask, float("-inf"))
 
 
 def _first_flips(model: AttentionClassifier, shared: SharedPass, keys: torch.Tensor) -> torch.Tensor:
@@ -272,15 +274,28 @@ def _nulls_where(values: np.ndarray, null: np.ndarray) -> np.ndarray:
 
 
 def _reference_order(
-    cell_id: str, model: AttentionClassifier, shared: SharedPass, b: int, positions: list[int], name: str
+    cell_id: str,
+    model: AttentionClassifier,
+    shared: SharedPass,
+    b: int,
+    positions: list[int],
+    name: str,
+    scores: RankingScores,
 ) -> list[int]:
     """Instance b's positions, most important first: the tie rule on the instance's own scores, then
-    Python's stable sort (ties keep position order)."""
+    Python's stable sort (ties keep position order). The rankings beyond S&S's four take the batch's scores
+    (`importance.scores` has their own oracles); the erasure that follows is what this reference checks."""
     if name == "random":
-        return [positions[i] for i in random_order(cell_id, int(shared.batch.instance_ids[b]), len(positions))]
+        instance_id = int(shared.batch.instance_ids[b])
+        return [positions[i] for i in random_order(cell_id, ID, instance_id, len(positions))]
     weights = shared.alpha[b].tolist()
+    floor = 0.0
     if name == "attention":
         score = weights
+    elif name in scores.values:
+        score = scores.values[name][b].tolist()
+        instance_floor = scores.floors[name]
+        floor = float(instance_floor[b]) if isinstance(instance_floor, torch.Tensor) else instance_floor
     else:
         encoded = shared.encoded
         alpha = shared.alpha[b : b + 1].detach().clone().requires_grad_(True)
@@ -297,7 +312,8 @@ def _reference_order(
             (logits * direction).sum().backward()
         gradient = cast(torch.Tensor, alpha.grad)[0].tolist()  # backward() above filled it
         score = gradient if name == "gradient" else [g * a for g, a in zip(gradient, weights)]
-    rank = tie_ranks(torch.tensor([score]), shared.encoded.mask[b : b + 1].cpu())[0].nan_to_num(-1.0).tolist()
+    mask = shared.encoded.mask[b : b + 1].cpu()
+    rank = tie_ranks(torch.tensor([score], dtype=torch.float64), mask, floor)[0].nan_to_num(-1.0).tolist()
     return sorted(positions, key=lambda p: -rank[p])
 
 

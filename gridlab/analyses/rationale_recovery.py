@@ -12,12 +12,10 @@ Why: attention is often read as "what the model looked at". Where the tokens tha
 known, that reading can be checked directly, and against the other importance measures: does alpha put the
 rationale on top more often than the gradient or leave-one-out does?
 
-Scores, per item of the final attention layer (`shared.encoded.mask`), higher = more important:
-- `attention`: alpha_t;
-- `gradient`: g_t = |grad_{e_t} y . e_t| (`importance.gradient_importance`, alpha held constant);
-- `grad_x_attention`: g_t * alpha_t;
-- `leave_one_out`: d_t = TVD(y(x_-t), y(x)) (`importance.leave_one_out`).
-Rankings not in `params.rankings` are not computed and their columns are null (the schema is fixed).
+Scores, per item of the final attention layer (`shared.encoded.mask`), higher = more important: those of
+`importance.scores` (attention, gradient, grad_x_attention, leave_one_out, norm_attention, integrated
+gradients, attention rollout and flow, random). Rankings not in `params.rankings`, and rollout and flow on
+cells without a Transformer encoder, are not computed and their columns are null (the schema is fixed).
 
 The rationale is `batch.rationale` (tokens, aligned with `batch.ids`). For hierarchical (HAN) models the
 items are sentences, and a sentence is in the rationale when any of its words is.
@@ -38,18 +36,17 @@ instance's largest |score| of each other tie (leave-one-out TVDs also within 2e-
 counts 1/2 in the AUC and top-k takes the earlier item, so float noise, which differs with the batch and the
 thread count, cannot order mathematically equal scores.
 
-`run` is batched: one stable sort per ranking over the whole batch (descending scores, masked items last)
-gives both the top-k (its first columns; a sort rather than `topk`, whose order among ties is unspecified
-while ties are common: uniform attention, repeated tokens under order-free encoders) and the average
-descending ranks for the AUC (`searchsorted` on the sorted keys: no loop over tokens). `reference` computes
-the importances one instance at a time (`importance.reference_*`) and the metrics per instance with
-`scipy.stats.rankdata` and `sorted()`.
+`run` is batched: each ranking's scores once per batch, one stable sort per ranking over the whole batch
+(descending scores, masked items last) gives both the top-k (its first columns; a sort rather than `topk`,
+whose order among ties is unspecified while ties are common: uniform attention, repeated tokens under
+order-free encoders) and the average descending ranks for the AUC (`searchsorted` on the sorted keys: no
+loop over tokens). `reference` computes the gradient and leave-one-out importances one instance at a time
+(`importance.reference_*`) and the metrics per instance with `scipy.stats.rankdata` and `sorted()`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,18 +57,14 @@ from scipy.stats import rankdata
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass
-from gridlab.analyses.importance import (
-    gradient_importance,
-    leave_one_out,
-    reference_gradient_importance,
-    reference_leave_one_out,
-)
+from gridlab.analyses.importance import reference_gradient_importance, reference_leave_one_out
+from gridlab.analyses.importance.scores import applicable, ranking_scores
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
-from gridlab.catalog.analyses import ANALYSES, RECOVERY_RANKINGS, RationaleRecoveryParams
+from gridlab.catalog.analyses import ANALYSES, RANKINGS, RationaleRecoveryParams
+from gridlab.models.classifier import AttentionClassifier
 
 ID = "rationale_recovery"
 VERSION = 1
-RANKINGS = RECOVERY_RANKINGS  # the rankings it may compute, in its columns' order
 SCHEMA = pa.schema(
     [
         *(
@@ -101,34 +94,38 @@ class RecoveryMetrics:
 
 
 def run(context: AnalysisContext[RationaleRecoveryParams], shared: SharedPass) -> dict[str, np.ndarray]:
-    """One backward (gradient), chunked batched deletions (leave-one-out), one sort per ranking."""
-    rankings, ks = context.params.rankings, list(context.params.ks)
+    """Each ranking's scores once per batch (`importance.scores`), one sort per ranking."""
+    ks = list(context.params.ks)
     mask, rationale = shared.encoded.mask, item_rationale(shared)  # (B, T) each; raises before any work
-    model, batch = context.classifier, shared.batch
-    g = gradient_importance(model, batch, shared) if _NEEDS_GRADIENT & set(rankings) else None
-    d = leave_one_out(model, batch, shared) if "leave_one_out" in rankings else None
+    model = context.classifier
+    rankings = applicable(model, context.params.rankings)
+    scores = ranking_scores(model, context.cell_id, shared, rankings, ID, context.params.ig_steps)
     columns: dict[str, list] = {}
-    for name, scores in ranking_scores(rankings, shared.alpha, g, d).items():
-        metrics = recovery_metrics(scores, mask, rationale, ks, _floor(name, shared))
+    for name in rankings:
+        metrics = recovery_metrics(scores.values[name], mask, rationale, ks, scores.floors[name])
         columns[f"auc_{name}"] = _nullable(metrics.auc.tolist(), metrics.auc_defined.tolist())
         columns[f"precision_at_k_{name}"] = _nullable(metrics.precision.tolist(), metrics.precision_defined.tolist())
     return _columns(columns, ks, rationale.sum(-1))
 
 
 def reference(context: AnalysisContext[RationaleRecoveryParams], shared: SharedPass) -> dict[str, np.ndarray]:
-    """The importances one instance at a time, then the metrics per instance in numpy / plain Python."""
-    rankings, ks = context.params.rankings, list(context.params.ks)
+    """The gradient and leave-one-out importances one instance at a time (the other rankings' scores as the
+    batch computes them: they have their own oracles), then the metrics per instance in numpy / plain Python."""
+    ks = list(context.params.ks)
     mask, rationale = shared.encoded.mask, item_rationale(shared)  # (B, T) each
     model = context.classifier
-    g = reference_gradient_importance(model, shared) if _NEEDS_GRADIENT & set(rankings) else None
-    d = reference_leave_one_out(model, shared) if "leave_one_out" in rankings else None
+    rankings = applicable(model, context.params.rankings)
+    others = [r for r in rankings if r not in _REFERENCED]
+    scores = ranking_scores(model, context.cell_id, shared, others, ID, context.params.ig_steps)
+    values, floors = {**scores.values, **_reference_scores(model, shared, rankings)}, scores.floors
     columns: dict[str, list] = {}
-    for name, scores in ranking_scores(rankings, shared.alpha, g, d).items():
-        floors = _floor(name, shared).expand(len(mask)).tolist()  # (B,)
+    for name in rankings:
+        floor = floors.get(name, tvd_floor(shared.probs, shared.pred) if name == "leave_one_out" else 0.0)
+        per_floor = torch.as_tensor(floor, dtype=torch.float64).expand(len(mask)).tolist()  # (B,)
         per_instance = [
-            reference_recovery_metrics(row[present], flags[present], ks, floor)
-            for row, flags, present, floor in zip(
-                scores.detach().double().cpu().numpy(), rationale.cpu().numpy(), mask.cpu().numpy(), floors
+            reference_recovery_metrics(row[present], flags[present], ks, instance_floor)
+            for row, flags, present, instance_floor in zip(
+                values[name].detach().double().cpu().numpy(), rationale.cpu().numpy(), mask.cpu().numpy(), per_floor
             )
         ]
         columns[f"auc_{name}"] = [auc for auc, _ in per_instance]
@@ -138,32 +135,21 @@ def reference(context: AnalysisContext[RationaleRecoveryParams], shared: SharedP
 
 # ---- scores and rationale -------------------------------------------------------------------------------
 
-
-def ranking_scores(
-    rankings: Sequence[str], alpha: torch.Tensor, g: torch.Tensor | None, d: torch.Tensor | None
-) -> dict[str, torch.Tensor]:
-    """The (B, T) scores of each requested ranking, higher = more important: alpha, g, g * alpha, d (g and d
-    must be given when a ranking needs them)."""
-    every = {
-        "attention": alpha,
-        "gradient": g,
-        "grad_x_attention": None if g is None else g * alpha,
-        "leave_one_out": d,
-    }
-    scores = {}
-    for name in rankings:
-        values = every[name]
-        if values is None:
-            raise ValueError(f"the {name} ranking needs importances that were not computed")
-        scores[name] = values
-    return scores
+_REFERENCED = frozenset({"attention", "gradient", "grad_x_attention", "leave_one_out"})
 
 
-def _floor(name: str, shared: SharedPass) -> torch.Tensor:
-    """The tie floor of a ranking's scores (`ranking.tie_ranks`): (B,) for the leave-one-out TVDs, else 0."""
-    if name == "leave_one_out":
-        return tvd_floor(shared.probs, shared.pred)
-    return torch.zeros(1, dtype=torch.float64, device=shared.probs.device)
+def _reference_scores(model: AttentionClassifier, shared: SharedPass, rankings: list[str]) -> dict[str, torch.Tensor]:
+    """The (B, T) scores of the requested rankings among attention, gradient, grad_x_attention and
+    leave-one-out, from the per-instance reference importances."""
+    scores: dict[str, torch.Tensor] = {}
+    if "attention" in rankings:
+        scores["attention"] = shared.alpha
+    if _NEEDS_GRADIENT & set(rankings):
+        g = reference_gradient_importance(model, shared)
+        scores.update({"gradient": g, "grad_x_attention": g * shared.alpha})
+    if "leave_one_out" in rankings:
+        scores["leave_one_out"] = reference_leave_one_out(model, shared)
+    return {name: values for name, values in scores.items() if name in rankings}
 
 
 def item_rationale(shared: SharedPass) -> torch.Tensor:

@@ -15,11 +15,13 @@ from gridlab.analyses.adversarial_model import AdversarialModel
 from gridlab.analyses.attention_ablation import AttentionAblation
 from gridlab.analyses.base import Analysis
 from gridlab.analyses.diagnostic_mlp import DiagnosticMlpAnalysis
+from gridlab.analyses.eraser import Eraser
 from gridlab.analyses.erasure_multi import ErasureMulti
 from gridlab.analyses.erasure_single import ErasureSingle
 from gridlab.analyses.importance_correlation import ImportanceCorrelation
 from gridlab.analyses.layer_permutation import LayerPermutation
 from gridlab.analyses.permutation import Permutation
+from gridlab.analyses.ranking_agreement import RankingAgreement
 from gridlab.analyses.rationale_recovery import RationaleRecovery
 from gridlab.analyses.seed_variance import SeedVariance
 from gridlab.analyses.sparsity_importance import SparsityImportance
@@ -38,6 +40,8 @@ BUILT_IN: tuple[type[Analysis], ...] = (
     AttentionAblation,
     LayerPermutation,
     RationaleRecovery,
+    Eraser,
+    RankingAgreement,
     AdversarialModel,
     DiagnosticMlpAnalysis,
     SeedVariance,

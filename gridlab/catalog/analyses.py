@@ -11,14 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gridlab.data.catalog import DATASETS
 
-Ranking = Literal["attention", "random", "gradient", "grad_x_attention"]
-RecoveryRanking = Literal["attention", "gradient", "grad_x_attention", "leave_one_out"]
+Ranking = Literal[
+    "attention",
+    "random",
+    "gradient",
+    "grad_x_attention",
+    "leave_one_out",
+    "norm_attention",
+    "integrated_gradients",
+    "attention_rollout",
+    "attention_flow",
+]
 AblationMode = Literal["uniform", "random", "permute"]
 AdversaryVariant = Literal["frozen", "unfrozen"]
 MlpVariant = Literal["uniform", "learned", "base"]
@@ -59,14 +68,33 @@ class AdversarialParams(Params):
     stop_rtol: float = Field(1e-3, gt=0, description="an instance stops when its window mean moves by <= stop_rtol")
 
 
-ERASURE_RANKINGS: tuple[Ranking, ...] = ("attention", "random", "gradient", "grad_x_attention")
+RANKINGS: tuple[Ranking, ...] = get_args(Ranking)  # every ranking, in the order of the analyses' columns
+# Rankings read off a Transformer encoder's self-attention layers: they do not apply to other cells, whose
+# analyses skip them (`gridlab plan` says so) instead of failing.
+TRANSFORMER_RANKINGS: frozenset[Ranking] = frozenset({"attention_rollout", "attention_flow"})
+ERASURE_RANKINGS: tuple[Ranking, ...] = ("attention", "random", "gradient", "grad_x_attention")  # S&S's four
 
 
-class ErasureMultiParams(Params):
-    rankings: list[Ranking] = Field(default_factory=lambda: list(ERASURE_RANKINGS), min_length=1)
-    exact_max_len: int = Field(14, ge=0, description="exact minimal flipping set up to this length; 0 disables")
+RANKING_NEEDS = {name: "encoder transformer" for name in TRANSFORMER_RANKINGS}  # for `gridlab plan`
+
+
+def ranking_applies(ranking: str, cell: dict) -> bool:
+    """Whether a ranking can be computed for a cell (its config as a plain dict)."""
+    return ranking not in TRANSFORMER_RANKINGS or cell["encoder"] == "transformer"
+
+
+class RankedParams(Params):
+    """Parameters of an analysis that compares rankings of the attention items (docs/analyses.md#rankings)."""
+
+    rankings: list[Ranking] = Field(min_length=1)
+    ig_steps: int = Field(50, ge=1, description="integration steps of integrated_gradients")
 
     _rankings_unique = field_validator("rankings")(_unique)
+
+
+class ErasureMultiParams(RankedParams):
+    rankings: list[Ranking] = Field(default_factory=lambda: list(ERASURE_RANKINGS), min_length=1)
+    exact_max_len: int = Field(14, ge=0, description="exact minimal flipping set up to this length; 0 disables")
 
 
 _ABLATION_MODES: tuple[AblationMode, ...] = ("uniform", "random", "permute")
@@ -86,6 +114,9 @@ class AdversarialModelParams(Params):
     lam: float = Field(1.0, ge=0, description="weight of the attention KL term (W&P)")
     epochs: int = Field(8, ge=1)
     lr: float | None = Field(None, gt=0, description="the adversaries' learning rate; null: the cell's train.lr")
+    divergence: Literal["kl", "jsd"] = Field(
+        "kl", description="the attention term: W&P's KL(alpha_adv || alpha_base), or the bounded JSD"
+    )
 
     _variants_unique = field_validator("variants")(_unique)
 
@@ -105,14 +136,37 @@ class DiagnosticMlpParams(Params):
     _variants_unique = field_validator("variants")(_unique)
 
 
-RECOVERY_RANKINGS: tuple[RecoveryRanking, ...] = ("attention", "gradient", "grad_x_attention", "leave_one_out")
+RECOVERY_RANKINGS: tuple[Ranking, ...] = ("attention", "gradient", "grad_x_attention", "leave_one_out")
+# Every ranking but attention flow, whose max-flows grow with T^3 per instance: asked for by name on short texts.
+FAITHFULNESS_RANKINGS: tuple[Ranking, ...] = tuple(r for r in RANKINGS if r != "attention_flow")
 
 
-class RationaleRecoveryParams(Params):
-    rankings: list[RecoveryRanking] = Field(default_factory=lambda: list(RECOVERY_RANKINGS), min_length=1)
+class RationaleRecoveryParams(RankedParams):
+    rankings: list[Ranking] = Field(default_factory=lambda: list(RECOVERY_RANKINGS), min_length=1)
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5], min_length=1)
 
-    _unique_lists = field_validator("rankings", "ks")(_unique)
+    _ks_unique = field_validator("ks")(_unique)
+
+
+class EraserParams(RankedParams):
+    rankings: list[Ranking] = Field(default_factory=lambda: list(FAITHFULNESS_RANKINGS), min_length=1)
+    bins: list[float] = Field(
+        default_factory=lambda: [0.01, 0.05, 0.1, 0.2, 0.5],
+        min_length=1,
+        description="shares of the items removed (comprehensiveness) or kept (sufficiency), DeYoung et al.'s bins",
+    )
+
+    @field_validator("bins")
+    @classmethod
+    def _shares(cls, bins: list[float]) -> list[float]:
+        if any(not 0 < b <= 1 for b in bins):
+            raise ValueError(f"bins are shares of the items, each in (0, 1] (got {bins})")
+        return _unique(bins)
+
+
+class RankingAgreementParams(RankedParams):
+    rankings: list[Ranking] = Field(default_factory=lambda: list(FAITHFULNESS_RANKINGS), min_length=2)
+    k: int = Field(5, ge=1, description="top-k overlap: the shared share of each pair's top min(k, T) items")
 
 
 Applies = Callable[[dict], bool]
@@ -240,6 +294,22 @@ ANALYSES: dict[str, AnalysisInfo] = {
             "instance",
             lambda cell: DATASETS[cell["dataset"]].has_rationales,
             "a dataset with rationales",
+        ),
+        AnalysisInfo(
+            "eraser",
+            "comprehensiveness, sufficiency and their AOPC per ranking (DeYoung et al. 2020)",
+            EraserParams,
+            "instance",
+            _classification,
+            "a classifier",
+        ),
+        AnalysisInfo(
+            "ranking_agreement",
+            "Kendall tau and top-k overlap between every pair of rankings (the disagreement problem)",
+            RankingAgreementParams,
+            "instance",
+            _classification,
+            "a classifier",
         ),
     ]
 }

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from gridlab.catalog.analyses import ANALYSES
+from gridlab.catalog.analyses import ANALYSES, RANKING_NEEDS, ranking_applies
 from gridlab.cli.output import console, echo, user_errors, warn
 from gridlab.grid.expand import ID_LENGTH, Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file
@@ -138,6 +138,22 @@ def _get(config: dict, path: str) -> str:
     return str(node)
 
 
+def _skipped_rankings(expanded: ExpandedGrid, analysis_id: str) -> list[str]:
+    """Lines for the requested rankings of an analysis that some of its cells cannot compute (rollout and flow
+    without a Transformer encoder): those cells skip them, their columns stay null."""
+    rankings = getattr(expanded.analyses[analysis_id], "rankings", [])
+    cells = [c for c in expanded.cells if analysis_id in applicable(expanded, c)]
+    lines = []
+    for ranking in rankings:
+        skipping = sum(not ranking_applies(ranking, c.config.model_dump()) for c in cells)
+        if skipping:
+            lines.append(
+                f"ranking {ranking}: skipped for {skipping} of {counted(len(cells), 'cell')} "
+                f"(needs {RANKING_NEEDS[ranking]}); its columns stay null there"
+            )
+    return lines
+
+
 def _print_counts(expanded: ExpandedGrid, states: dict[str, str], calibrated: bool) -> None:
     spec = expanded.spec
     cells = expanded.cells
@@ -164,6 +180,8 @@ def _print_counts(expanded: ExpandedGrid, states: dict[str, str], calibrated: bo
         if analysis_id not in IMPLEMENTATIONS:
             line += "; not implemented yet: validated and planned, not run"
         echo(line)
+        for skipped in _skipped_rankings(expanded, analysis_id):
+            echo(f"  {skipped}")
     from gridlab.execution.estimate import calibrate, estimate  # reads the plan's jobs: torch, as above
 
     calibration = calibrate(expanded, states) if calibrated else None

@@ -64,6 +64,17 @@ class Batch:
                 moved[f.name] = Sentences(*(t.to(device) for t in (value.ids, value.mask, value.doc_mask)))
         return replace(self, **moved)  # type: ignore[arg-type]  # each field keeps its own type
 
+    def rows(self, index: Tensor) -> Batch:
+        """The batch of rows `index` (n,) (repeats allowed), every per-row field taken alike."""
+        taken: dict[str, Tensor | Sentences] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Tensor):
+                taken[f.name] = value[index]
+            elif isinstance(value, Sentences):
+                taken[f.name] = Sentences(value.ids[index], value.mask[index], value.doc_mask[index])
+        return replace(self, **taken)  # type: ignore[arg-type]  # each field keeps its own type
+
 
 def pad_with_markers(sequences: Sequence[Sequence[int]]) -> tuple[Tensor, Tensor, Tensor]:
     """(ids, mask, lengths) for `<sos> seq <eos>` rows padded to the longest."""

@@ -78,6 +78,12 @@ class AttentionClassifier(nn.Module, ABC):
         context = torch.einsum("bt,btm->bm", alpha.to(h.dtype), h)  # (B, m)
         return self.output(context, query)
 
+    def value_map(self, h: torch.Tensor) -> torch.Tensor:
+        """(B, T, m) -> (B, T, k): the linear map `output` applies first to the context, applied to each item
+        (no bias): c = sum_t alpha_t h_t reaches the output as sum_t alpha_t value_map(h)_t, the vectors whose
+        weighted norms Kobayashi et al. (2020) rank."""
+        return h @ self.classifier.weight.T
+
     def forward(self, batch: Batch) -> torch.Tensor:
         encoded = self.encode(batch)
         return self.decode(encoded.h, self.attend(encoded.h, encoded.mask, encoded.query), encoded.query)
@@ -139,6 +145,9 @@ class PairClassifier(AttentionClassifier):
     def output(self, context, query):
         hidden = torch.tanh(self.context_layer(self.dropout(context)) + self.query_layer(query))
         return self.classifier(hidden)
+
+    def value_map(self, h: torch.Tensor) -> torch.Tensor:
+        return h @ self.context_layer.weight.T  # the context's linear part before the query joins it
 
 
 class HierarchicalClassifier(AttentionClassifier):

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -112,6 +113,14 @@ def rows_table(common: dict[str, pa.Array], specific: Mapping[str, object], sche
         arrays[field.name] = pa.array(specific[field.name], field.type, from_pandas=False)
     common_schema = COMMON_SCHEMA if "instance_id" in common else MODEL_COMMON_SCHEMA
     return pa.table(arrays, schema=pa.unify_schemas([common_schema, schema]))
+
+
+def read_parts(paths: list[Path], schema: pa.Schema) -> pd.DataFrame:
+    """The rows of some parts of one analysis, with every column of its `schema`: a column added to an analysis
+    (a new ranking) is null in the parts written before it, rather than missing from the frame."""
+    frame = pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+    absent = [field.name for field in schema if field.name not in frame.columns]
+    return frame.assign(**{name: None for name in absent}) if absent else frame
 
 
 def write_part(path: Path, table: pa.Table) -> None:

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.grid.expand import ExpandedGrid
-from gridlab.results.parts import AXES, write_part
+from gridlab.results.parts import AXES, read_parts, write_part
 from gridlab.store.models import ModelStore
 
 
@@ -22,10 +22,10 @@ def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
     """One row per trained cell with rows in any analysis; empty when no analysis has run."""
     by_cell: dict[str, dict[str, object]] = {}
     for analysis_id, analysis in IMPLEMENTATIONS.items():
-        folder = grid.workspace.analysis(analysis_id)
-        if analysis_id not in grid.analyses or not folder.is_dir():
+        parts = grid.workspace.parts_of(analysis_id)
+        if analysis_id not in grid.analyses or not parts:
             continue
-        rows = pd.read_parquet(folder)
+        rows = read_parts(parts, analysis.schema)
         for cell_id, cell_rows in rows.groupby("cell_id"):
             summary = by_cell.setdefault(cell_id, {})
             summary[f"{analysis_id}.instances"] = float(len(cell_rows))

@@ -60,6 +60,20 @@ def test_masked_kl_and_objective_by_hand():
     assert loss.item() == pytest.approx(0.3 - 2.0 * 0.25 * LN2, abs=1e-6)
 
 
+def test_the_jsd_objective_is_bounded_against_a_sparse_base():
+    """Disjoint supports: JSD = ln 2 exactly, where the KL term would be ln(1e12) per unit of mass; shared
+    support (0.5, 0.5) against (1, 0): m = (0.75, 0.25), JSD = 0.5 (0.5 ln(0.5/0.75) + 0.5 ln(0.5/0.25)) +
+    0.5 ln(1/0.75)."""
+    mask = torch.tensor([[True, True, True]])
+    base = torch.tensor([[1.0, 0.0, 0.0]])
+    y = torch.tensor([[0.6, 0.4]])
+    disjoint = adversarial_model.objective(y, y, torch.tensor([[0.0, 0.5, 0.5]]), base, mask, 2.0, "jsd")
+    assert disjoint.item() == pytest.approx(-2.0 * LN2, abs=1e-6)
+    shared = adversarial_model.objective(y, y, torch.tensor([[0.5, 0.5, 0.0]]), base, mask, 1.0, "jsd")
+    expected = 0.5 * (0.5 * math.log(0.5 / 0.75) + 0.5 * math.log(2.0)) + 0.5 * math.log(1 / 0.75)
+    assert shared.item() == pytest.approx(-expected, abs=1e-6)
+
+
 def test_masked_kl_is_finite_with_sparse_zeros():
     mask = torch.tensor([[True, True, True]])
     p = torch.tensor([[0.5, 0.5, 0.0]], requires_grad=True)  # a sparsemax adversary: 0 log 0 = 0

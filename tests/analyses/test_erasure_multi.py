@@ -99,6 +99,23 @@ def test_run_matches_reference(picked, encoder, alignment, projection):
     assert sum(flipping) >= 0.15 * len(lengths)  # the comparison is about real flips, not all-null columns
 
 
+@pytest.mark.parametrize("encoder", ["lstm", "transformer"])
+def test_the_other_rankings_run_as_the_reference(picked, encoder):
+    """Rankings beyond S&S's four (`importance.scores`): the batched erasure equals the per-instance one, and
+    rollout/flow are null on the BiLSTM."""
+    rankings = ["leave_one_out", "norm_attention", "integrated_gradients", "attention_rollout", "attention_flow"]
+    params = ErasureMultiParams(rankings=rankings, exact_max_len=0, ig_steps=8)
+    model = model_for(picked, encoder, "dot", "softmax")
+    batch = collate(picked["rows"])
+    columns, shared = analyse(model, batch, params)
+    expected, _ = analyse(model, batch, params, how=erasure_multi.reference)
+    assert as_lists(columns) == as_lists(expected)
+    flipped = {name: any(v is not None for v in columns[f"removed_{name}"]) for name in rankings}
+    assert flipped["leave_one_out"] and flipped["norm_attention"]  # not vacuous
+    skipped = not flipped["attention_rollout"] and not flipped["attention_flow"]
+    assert skipped == (encoder != "transformer")
+
+
 def test_flips_cover_the_paths_that_matter(picked):
     """Across the cases: exact sizes of several values, exact strictly below a ranking somewhere (the
     rankings are not optimal), and a flip only at the zero context (k = T) somewhere."""
@@ -198,7 +215,7 @@ def test_one_position_alone_decides():
             assert columns[f"removed_{name}"][b] == 1
             assert columns[f"frac_{name}"][b] == 1 / len(sequence)
         # the random ranking flips exactly when its order reaches the outlier
-        order = erasure_multi.random_order(CELL, 10 + b, len(sequence)).tolist()
+        order = erasure_multi.random_order(CELL, erasure_multi.ID, 10 + b, len(sequence)).tolist()
         assert columns["removed_random"][b] == order.index(sequence.index(OUTLIER)) + 1
     # no outlier: the context stays (1, 0) until the zero vector, which also gives class 0; and T = 1
     assert all(columns[name][b] is None for name in columns for b in (3, 4))

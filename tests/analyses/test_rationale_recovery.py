@@ -22,7 +22,7 @@ from gridlab.analyses.rationale_recovery import (
     recovery_metrics,
     reference_recovery_metrics,
 )
-from gridlab.catalog.analyses import RationaleRecoveryParams
+from gridlab.catalog.analyses import RECOVERY_RANKINGS, RationaleRecoveryParams
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import collate, iterate_batches
 from gridlab.data.config import DataConfig
@@ -203,7 +203,7 @@ def test_run_equals_reference_with_bounds_and_nulls(synthetic, rows, encoder, ar
     if not han:
         assert marked[:3] == [items[0], 0, 1] and items[2] == 1
     assert all(ks == KS for ks in columns["ks"])
-    for name in RANKINGS:
+    for name in RECOVERY_RANKINGS:
         auc, precision = columns[f"auc_{name}"], columns[f"precision_at_k_{name}"]
         assert [v is not None for v in auc] == [0 < p < t for p, t in zip(marked, items)], name
         assert [v is not None for v in precision] == [p > 0 for p in marked], name
@@ -255,7 +255,7 @@ def test_columns_write_with_the_schema_and_summarize(synthetic, rows):
     expected_keys = {f"auc_{name}_mean" for name in RANKINGS}
     expected_keys |= {f"precision_at_{k}_{name}_mean" for name in RANKINGS for k in KS}
     assert set(summary) == expected_keys
-    for name in RANKINGS:
+    for name in RECOVERY_RANKINGS:
         auc = [v for v in columns[f"auc_{name}"] if v is not None]
         assert summary[f"auc_{name}_mean"] == pytest.approx(np.mean(auc))
         precision = np.array([v for v in columns[f"precision_at_k_{name}"] if v is not None])  # (n, K)

@@ -16,6 +16,7 @@ def test_every_section_module_imports():
         "vashishth",
         "meister",
         "rationale",
+        "faithfulness",
         "heatmaps",
         "summaries",
     ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gridlab.catalog.analyses import RECOVERY_RANKINGS as RANKINGS
+from gridlab.catalog.analyses import RANKINGS
 from gridlab.report.artifacts import Figure, SectionOutput, Table
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import facet

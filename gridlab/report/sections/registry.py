@@ -1,8 +1,8 @@
 """The report's sections, in the order `index.html` shows them: one per paper, then gridlab's own.
 
     >>> [section.id for section in load_sections()]
-    ['jain_wallace', 'serrano_smith', 'wiegreffe_pinter', 'vashishth', 'meister', 'rationale', 'heatmaps',
-     'summaries']
+    ['jain_wallace', 'serrano_smith', 'wiegreffe_pinter', 'vashishth', 'meister', 'rationale', 'faithfulness',
+     'heatmaps', 'summaries']
 
 Each module exposes `SECTION` (a `gridlab.report.sections.Section`).
 """
@@ -22,6 +22,7 @@ SECTIONS: tuple[str, ...] = (
     f"{PACKAGE}.vashishth",
     f"{PACKAGE}.meister",
     f"{PACKAGE}.rationale",
+    f"{PACKAGE}.faithfulness",
     f"{PACKAGE}.heatmaps",
     f"{PACKAGE}.summaries",
 )

@@ -1,0 +1,65 @@
+"""Integrated Gradients (Sundararajan et al. 2017) over the input embeddings, computed by Captum, as a score
+per attention item (docs/analyses.md#rankings).
+
+    >>> scores, gap = integrated_gradients(model, batch, shared, steps=50)   # (B, T), (B,)
+
+F is the probability of the predicted class `shared.pred` computed by the whole model: unlike the gradient
+importance (alpha held constant, J&W), the attention is differentiated too, since IG explains the model as
+it runs. The path goes from a baseline to the input's embeddings: the baseline zeroes every item's
+embedding (a flat or pair model's tokens, a HAN document's words) and leaves `<sos>`/`<eos>` and padding as
+they are, so that the items' attributions alone add up to F(x) - F(baseline) (completeness). An item's score
+is its attribution summed over the embedding dimensions (and over a HAN sentence's words), signed: positive
+pushes toward the predicted class. A pair model's query is not on the path (it is embedded apart).
+
+The integral is Captum's Gauss-Legendre rule with `steps` points; `gap` is |sum of the attributions -
+(F(x) - F(baseline))| per instance, Captum's convergence delta, which shrinks as `steps` grows. Captum runs
+all steps of the batch in forwards of about `_TOKENS_PER_CALL` slots each (its `internal_batch_size`), the
+batch's rows repeated once per step: instances never interact, so rows do not depend on the batch.
+"""
+
+from __future__ import annotations
+
+import torch
+from captum.attr import IntegratedGradients
+
+from gridlab.analyses.common import SharedPass
+from gridlab.data.batching import Batch
+from gridlab.models.classifier import AttentionClassifier
+
+_TOKENS_PER_CALL = 1 << 16  # rows x slots of one forward along the path
+
+
+def integrated_gradients(
+    model: AttentionClassifier, batch: Batch, shared: SharedPass, steps: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(scores (B, T) aligned with `shared.encoded.mask`, 0 outside it; gap (B,) float64)."""
+    embedded = model.embed(batch).detach()  # (B, T, d), or (B, S, W, d) for HAN
+    baseline = embedded * ~_item_slots(batch)[..., None]  # items zeroed, markers and padding kept
+
+    def probability(x: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(len(x), device=x.device) % len(batch.ids)  # Captum stacks the steps batch-wise
+        encoded = model.encode(batch.rows(rows), embedded=x)
+        alpha = model.attend(encoded.h, encoded.mask, encoded.query)
+        return torch.softmax(model.decode(encoded.h, alpha, encoded.query), dim=-1)  # (n, C)
+
+    slots = embedded[0, ..., 0].numel()  # T, or S * W
+    steps_per_call = max(1, _TOKENS_PER_CALL // max(len(embedded) * slots, 1))
+    with torch.enable_grad():
+        attributions, delta = IntegratedGradients(probability).attribute(
+            embedded,
+            baselines=baseline,
+            target=shared.pred,
+            n_steps=steps,
+            method="gausslegendre",
+            internal_batch_size=len(embedded) * steps_per_call,
+            return_convergence_delta=True,
+        )
+    mask = shared.encoded.mask
+    per_slot = attributions.detach().sum(-1)  # (B, T) tokens, or (B, S, W) words
+    scores = per_slot.reshape(*mask.shape, -1).sum(-1)  # (B, T): a HAN sentence sums its words
+    return scores * mask, delta.detach().abs().double()
+
+
+def _item_slots(batch: Batch) -> torch.Tensor:
+    """The embedding slots of the items: a flat or pair batch's tokens (`mask`), a HAN batch's words."""
+    return batch.mask if batch.sentences is None else batch.sentences.mask

@@ -1,0 +1,101 @@
+"""Attention propagated through a Transformer encoder's layers (Abnar & Zuidema 2020) as a score per
+attention item: rollout and flow (docs/analyses.md#rankings).
+
+    >>> maps = transformer_maps(model)          # after `model.encode(batch)`: [(B, H, T, T)] per layer, or None
+    >>> attention_rollout(maps, mask, alpha)    # (B, T)
+    >>> attention_flow(maps, mask, alpha)       # (B, T)
+
+A layer's self-attention is only part of how information moves: the residual connection carries each
+position's own vector past it. So each layer's attention, averaged over heads, is mixed with the identity,
+A~ = 0.5 A + 0.5 I, over the layer's real slots (those with any attention weight: tokens with their
+`<sos>`/`<eos>`; padding has none), rows renormalised. The classifier's pooling attention alpha reads the
+last layer, so it is one more layer on top, a single query, without a residual.
+- **Rollout**: R = A~_L ... A~_1; the score of slot j is sum_i alpha_i R[i, j], the share of the pooled
+  vector that traces back to input j along all paths, products of weights along each path.
+- **Flow**: the layers as a graph, an edge from (l - 1, j) to (l, i) with capacity A~_l[i, j] and from
+  (L, i) to the output with capacity alpha_i; the score of slot j is the maximum flow from (0, j) to the
+  output: paths share capacity, so mass is not counted twice. scipy's max-flow (Dinic) needs integer
+  capacities: weights are scaled by FLOW_SCALE = 2^24 and rounded (a resolution of 6e-8 on flows of at most
+  1). Cost: one max-flow per instance per real slot on a graph of L n^2 + n edges (n real slots), so its
+  time grows with n^3 per instance; each instance's graph is built once, over its real slots only.
+Only the items' scores (`mask`) are returned; `<sos>`/`<eos>` take part in the graph but are not items.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_flow
+
+from gridlab.models.classifier import AttentionClassifier
+from gridlab.models.encoders import Transformer
+
+FLOW_SCALE = 1 << 24
+
+
+def transformer_maps(model: AttentionClassifier) -> list[torch.Tensor] | None:
+    """The self-attention maps [(B, H, T, T)] of the last `encode` when the encoder under the final
+    attention layer is a Transformer, else None (rollout and flow do not apply)."""
+    encoder = getattr(model, "encoder", None)  # a plug-in model may have none
+    return encoder.encoder.attention_maps if isinstance(encoder, Transformer) else None
+
+
+def residual_attention(maps: list[torch.Tensor]) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """Per layer (B, T, T): heads averaged, 0.5 A + 0.5 I over the real slots, rows summing to 1; and the
+    real slots (B, T) (keys with any weight in the first layer)."""
+    real = maps[0].double().amax(dim=(1, 2)) > 0  # (B, T): a padded key gets no weight from any query
+    pairs = real[:, :, None] & real[:, None, :]  # (B, T, T)
+    eye = torch.eye(real.shape[1], dtype=torch.float64, device=real.device)
+    layers = []
+    for attention in maps:
+        mixed = (0.5 * attention.double().mean(1) + 0.5 * eye) * pairs  # (B, T, T)
+        layers.append(mixed / mixed.sum(-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny))
+    return layers, real
+
+
+def attention_rollout(maps: list[torch.Tensor], mask: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """(B, T) sum_i alpha_i (A~_L ... A~_1)[i, j] at the items of `mask`, 0 elsewhere."""
+    layers, _ = residual_attention(maps)
+    rolled = layers[0]
+    for layer in layers[1:]:
+        rolled = layer @ rolled  # (B, T, T)
+    scores = torch.einsum("bi,bij->bj", alpha.double(), rolled)  # (B, T)
+    return (scores * mask).to(alpha.dtype)
+
+
+def attention_flow(maps: list[torch.Tensor], mask: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """(B, T) the maximum flow from each item of `mask` through the layers into the pooling node."""
+    layers, real = residual_attention(maps)
+    capacities = [np.rint(layer.cpu().numpy() * FLOW_SCALE).astype(np.int32) for layer in layers]  # (B, T, T) each
+    pooled = np.rint(alpha.double().cpu().numpy() * FLOW_SCALE).astype(np.int32)  # (B, T)
+    real_np, mask_np = real.cpu().numpy(), mask.cpu().numpy()
+    scores = np.zeros(mask.shape, dtype=np.float64)
+    for b in range(len(mask_np)):
+        slots = np.flatnonzero(real_np[b])  # (n,)
+        graph = _layer_graph([c[b][np.ix_(slots, slots)] for c in capacities], pooled[b][slots])
+        sink = graph.shape[0] - 1
+        for local, slot in enumerate(slots):
+            if mask_np[b, slot]:
+                scores[b, slot] = maximum_flow(graph, local, sink).flow_value / FLOW_SCALE
+    return torch.from_numpy(scores).to(device=alpha.device, dtype=alpha.dtype)
+
+
+def _layer_graph(layers: list[np.ndarray], pooled: np.ndarray) -> csr_matrix:
+    """The capacity matrix of one instance: node l n + i is slot i after layer l (layer 0: the inputs), the
+    last node the pooling output. layers: [(n, n)] integer capacities (row: query i, column: key j)."""
+    n = len(pooled)
+    rows, cols, data = [], [], []
+    for above, layer in enumerate(layers, start=1):
+        query, key = np.nonzero(layer)
+        rows.append((above - 1) * n + key)  # from slot j below ...
+        cols.append(above * n + query)  # ... to slot i above
+        data.append(layer[query, key])
+    top = np.flatnonzero(pooled)
+    rows.append(len(layers) * n + top)
+    cols.append(np.full(len(top), (len(layers) + 1) * n))
+    data.append(pooled[top])
+    size = (len(layers) + 1) * n + 1
+    return csr_matrix(
+        (np.concatenate(data).astype(np.int32), (np.concatenate(rows), np.concatenate(cols))), shape=(size, size)
+    )
