@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -192,14 +195,16 @@ def _train(
     for experiment in _unfinished(grid):
         emit(f"resuming the interrupted launch {experiment.name}")
         path, filesystem = _tune_storage(grid, experiment)
-        tune.Tuner.restore(
-            path,
-            trainable=_trainable(grid),
-            resume_unfinished=True,
-            resume_errored=False,
-            storage_filesystem=filesystem,
-        ).fit()
-        _stop_if_interrupted(grid, _read_marker(experiment)["cells"])
+        signalled = _fit(
+            tune.Tuner.restore(
+                path,
+                trainable=_trainable(grid),
+                resume_unfinished=True,
+                resume_errored=False,
+                storage_filesystem=filesystem,
+            )
+        )
+        _stop_if_interrupted(grid, _read_marker(experiment)["cells"], signalled)
         marker = _mark_finished(experiment)
         states = [store.cell(c).state() for c in marker["cells"]]
         key = marker["launch_key"] if "launch_key" in marker else marker["parent_run"]  # earlier: the MLflow run id
@@ -284,21 +289,39 @@ def _run(
     )
     experiment.mkdir(parents=True, exist_ok=True)
     _write_marker(experiment, {"finished": False, "cells": [c.id for c in cells], "launch_key": parent})
-    tuner.fit()
+    signalled = _fit(tuner)
     if progress.fault is not None:  # the experiment stays unfinished: a relaunch resumes it
         raise ResourceFault(progress.fault)
-    _stop_if_interrupted(grid, [c.id for c in cells])
+    _stop_if_interrupted(grid, [c.id for c in cells], signalled)
     _mark_finished(experiment)
     counts = progress.counts()
     tracker.end_launch(parent, counts["trained"] - already, counts["failed"])
 
 
-def _stop_if_interrupted(grid: ExpandedGrid, cell_ids: list[str]) -> None:
+def _fit(tuner: tune.Tuner) -> bool:
+    """`tuner.fit()`; True when a stop signal (Ctrl-C, or SIGTERM raised as SIGINT) came during it. Tune
+    installs its own SIGINT handler for the fit and puts the previous one back only when a signal arrives:
+    after a fit that ends normally its handler would stay and swallow the next Ctrl-C (the analyses that
+    follow could not be stopped), and a signal that arrives as the last trial ends stops nothing Tune can
+    see. So the handler is put back here, and a handler already put back means the signal came."""
+    handler = signal.getsignal(signal.SIGINT)
+    tune_catches = threading.current_thread() is threading.main_thread() and not int(
+        os.environ.get("TUNE_DISABLE_SIGINT_HANDLER", "0")
+    )
+    try:
+        tuner.fit()
+        return tune_catches and signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
+def _stop_if_interrupted(grid: ExpandedGrid, cell_ids: list[str], signalled: bool) -> None:
     """Tune returns from `fit` when Ctrl-C stops it, with trials unfinished: then the launch stops too (its
-    experiment left unfinished, so the next launch resumes it), instead of going on as if it were done."""
+    experiment left unfinished, so the next launch resumes it), instead of going on as if it were done; also
+    when every trial had finished as the signal came (the analyses are not started)."""
     store = ModelStore(grid.workspace.models)
     states = [store.cell(c).state() for c in cell_ids]
-    if "pending" in states:
+    if signalled or "pending" in states:
         trained = sum(store.cell(c.id).state() == "trained" for c in grid.cells)
         raise Interrupted(
             f"interrupted: {trained} of {counted(len(grid.cells), 'cell')} trained, {states.count('pending')} of this "

@@ -68,3 +68,37 @@ def test_an_interrupt_exits_130_also_while_resuming(tmp_path: Path, stop: signal
         experiments = expanded.workspace.tune_experiments()
         assert [e.name for e in experiments] == ["launch-001"], attempt
         assert not json.loads((experiments[0] / LAUNCH_MARKER).read_text())["finished"]
+
+
+def test_an_interrupt_during_the_analyses_after_training_exits_130(tmp_path: Path):
+    """After a Tune fit that ends normally Tune's SIGINT handler stayed installed, so the first Ctrl-C (or
+    SIGTERM) during the analyses that follow was swallowed and the launch ran on to the end."""
+    grid = {
+        "name": "g",
+        "results_dir": str(tmp_path / "runs"),
+        "grid": {"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]},
+        "model": {"embedding_dim": 8, "hidden_size": 8, "attention_size": 8},
+        "train": {"epochs": 1, "batch_size": 64, "max_train": 256},
+        "analyses": {"adversarial": {"k": 5, "steps": 2000, "stop_window": 0}},
+        "instances": 992,
+        "shard_size": 992,
+    }
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "GRIDLAB_RAY_NODE_IP": "127.0.0.2"}
+    process = start_launch(path, env)
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if "trained: " in line:  # the analyses of the trained cell start now
+            break
+    time.sleep(2)
+    process.send_signal(signal.SIGTERM)
+    try:
+        rest, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    output = "".join(lines) + rest
+    assert process.returncode == 130, output
+    assert "interrupted" in output and "done:" not in output
