@@ -31,13 +31,14 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import torch
 
 from gridlab.analyses import adversarial, importance
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once
+from gridlab.analyses.importance.integrated_gradients import integrated_gradients
 from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.data.batching import collate
@@ -76,6 +77,15 @@ def _leave_one_out_loop(context, shared):
     return importance.reference_leave_one_out(context.model, shared)
 
 
+def _integrated_gradients(context, shared):
+    return integrated_gradients(context.model, shared.batch, shared, context.params.ig_steps)
+
+
+def _integrated_gradients_loop(context, shared):
+    one = torch.arange(1, device=shared.pred.device)
+    return [_integrated_gradients(context, _rows(shared, one + b)) for b in range(len(shared.pred))]
+
+
 def _module_row(analysis_id: str, **kwargs) -> Row:
     module = IMPLEMENTATIONS[analysis_id]
     return Row(analysis_id, module.run, module.reference, **kwargs)
@@ -103,6 +113,7 @@ ROWS: dict[str, Row] = {
     "erasure_single": _module_row("erasure_single"),
     "sparsity_importance": _module_row("sparsity_importance"),
     "rationale_recovery": _module_row("rationale_recovery"),
+    "integrated_gradients": Row("eraser", _integrated_gradients, _integrated_gradients_loop),
     "eraser": _module_row("eraser", loop_cap=8),
     "ranking_agreement": _module_row("ranking_agreement", loop_cap=8),
 }
@@ -158,18 +169,16 @@ def measure(
 
 def _first(shared: SharedPass, n: int) -> SharedPass:
     """The pass of the first n instances of a batch (the loop reference reads its rows one by one)."""
-    rows = torch.arange(n, device=shared.alpha.device)
-    batch = replace(
-        shared.batch,
-        **{
-            f.name: getattr(shared.batch, f.name)[rows]
-            for f in fields(shared.batch)
-            if isinstance(getattr(shared.batch, f.name), torch.Tensor)
-        },
-    )
+    return _rows(shared, torch.arange(n, device=shared.alpha.device))
+
+
+def _rows(shared: SharedPass, rows: torch.Tensor) -> SharedPass:
+    """The pass of instances `rows` of a batch."""
     e = shared.encoded
     encoded = replace(e, h=e.h[rows], mask=e.mask[rows], query=None if e.query is None else e.query[rows])
-    return SharedPass(batch, encoded, shared.alpha[rows], shared.logits[rows], shared.probs[rows], shared.pred[rows])
+    return SharedPass(
+        shared.batch.rows(rows), encoded, shared.alpha[rows], shared.logits[rows], shared.probs[rows], shared.pred[rows]
+    )
 
 
 def main() -> None:

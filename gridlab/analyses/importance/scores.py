@@ -88,9 +88,10 @@ def _compute(
         return alpha
     if name == "random":
         return random_keys(cell_id, analysis_id, shared)
-    if name in ("gradient", "grad_x_attention"):
-        g = _score(model, cell_id, shared, "gradient", analysis_id, ig_steps) if name != "gradient" else None
-        return gradient_importance(model, batch, shared) if g is None else g * alpha
+    if name == "gradient":
+        return gradient_importance(model, batch, shared)
+    if name == "grad_x_attention":
+        return _score(model, cell_id, shared, "gradient", analysis_id, ig_steps) * alpha
     if name == "leave_one_out":
         return leave_one_out(model, batch, shared)
     if name == "norm_attention":
