@@ -132,9 +132,10 @@ def agreement_figure(rows: pd.DataFrame, frame: pd.DataFrame) -> Figure:
         labels = [n.replace("_", " ") for n in names]
         ax.set_xticks(range(len(names)), labels, rotation=60, ha="right", fontsize=6)
         ax.set_yticks(range(len(names)), labels, fontsize=6)
+        size = 5 if len(names) <= 7 else 3.5  # a full matrix of every ranking still reads
         for i in range(len(names)):
             for j in range(len(names)):
-                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=5)
+                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=size)
         ax.figure.colorbar(image, ax=ax, shrink=0.7)
 
     figure = facet(rows, draw, "Kendall τ-b between rankings", sharex=False, max_cols=2)
