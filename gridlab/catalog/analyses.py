@@ -27,6 +27,7 @@ Ranking = Literal[
     "integrated_gradients",
     "attention_rollout",
     "attention_flow",
+    "norm_rollout",
 ]
 AblationMode = Literal["uniform", "random", "permute"]
 AdversaryVariant = Literal["frozen", "unfrozen"]
@@ -71,7 +72,7 @@ class AdversarialParams(Params):
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)  # every ranking, in the order of the analyses' columns
 # Rankings read off a Transformer encoder's self-attention layers: they do not apply to other cells, whose
 # analyses skip them (`gridlab plan` says so) instead of failing.
-TRANSFORMER_RANKINGS: frozenset[Ranking] = frozenset({"attention_rollout", "attention_flow"})
+TRANSFORMER_RANKINGS: frozenset[Ranking] = frozenset({"attention_rollout", "attention_flow", "norm_rollout"})
 ERASURE_RANKINGS: tuple[Ranking, ...] = ("attention", "random", "gradient", "grad_x_attention")  # S&S's four
 
 

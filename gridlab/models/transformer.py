@@ -3,6 +3,7 @@
     >>> encoder = TransformerEncoder(input_dim=300, hidden=128, layers=2, heads=1)
     >>> h = encoder(x, tokens)
     >>> encoder.attention_maps          # [(B, heads, T, T)] per layer, from the last forward pass
+    >>> encoder.norm_maps()             # [(B, heads, T, T)] alpha_hij ||f_h(x_j)|| (Kobayashi et al. 2020)
     >>> encoder.override = lambda layer, attn: attn.flip(-1)   # e.g. Vashishth §4.3's layer permutation
 
 Meister et al.'s setting: 2 layers, 1 head, hidden 128; post-norm layers with a 4x feed-forward, input
@@ -51,6 +52,13 @@ class SelfAttentionLayer(nn.Module):
         scores = scores.masked_fill(~tokens[:, None, None, :], float("-inf"))
         return torch.softmax(scores, dim=-1), v
 
+    def value_norms(self, values: torch.Tensor) -> torch.Tensor:
+        """values (B, H, T, m/H) -> (B, H, T) ||f_h(x_j)||, f_h(x_j) = W_O^h v_hj: the vector that key j adds
+        to the layer's output through head h before its attention weight scales it (Kobayashi et al. 2020).
+        W_O^h is the block of the output projection's columns that reads head h."""
+        per_head = self.out.weight.view(self.out.out_features, self.heads, -1)  # (m, H, m/H)
+        return torch.einsum("bhtd,mhd->bhtm", values, per_head).norm(dim=-1)
+
     def combine(self, x: torch.Tensor, attention: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         b, t, m = x.shape
         mixed = (attention @ values).transpose(1, 2).reshape(b, t, m)  # (B, T, m)
@@ -65,17 +73,29 @@ class TransformerEncoder(nn.Module):
         self.layers = nn.ModuleList(SelfAttentionLayer(hidden, heads) for _ in range(layers))
         self.override: Override | None = None
         self.attention_maps: list[torch.Tensor] = []
+        self.attention_values: list[torch.Tensor] = []  # (B, H, T, m/H) per layer, for `norm_maps`
 
     def forward(self, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """x (B, T, d), tokens (B, T) -> (B, T, hidden); every layer's attention kept in `attention_maps`."""
         x = self.input(x) + sinusoidal_positions(x.shape[1], self.input.out_features, x.device)
         tokens = tokens | ~tokens.any(-1, keepdim=True)  # an all-padding row attends everywhere, not to nothing
-        self.attention_maps = []
+        self.attention_maps, self.attention_values = [], []
         for index, module in enumerate(self.layers):
             layer = cast(SelfAttentionLayer, module)  # nn.ModuleList is untyped; it holds only SelfAttentionLayers
             attention, values = layer.attention(x, tokens)
             if self.override is not None:
                 attention = self.override(index, attention)
             self.attention_maps.append(attention.detach())  # for reading: no graph kept, so a model deep-copies
+            self.attention_values.append(values.detach())
             x = layer.combine(x, attention, values)
         return x
+
+    def norm_maps(self) -> list[torch.Tensor]:
+        """[(B, H, T, T)] per layer of the last forward pass: alpha_hij ||f_h(x_j)||, the size of what key j
+        adds to query i through head h (Kobayashi et al. 2020), not only its weight. Computed when asked,
+        so training pays nothing for it."""
+        with torch.no_grad():
+            return [
+                attention * cast(SelfAttentionLayer, layer).value_norms(values)[:, :, None, :]
+                for layer, attention, values in zip(self.layers, self.attention_maps, self.attention_values)
+            ]

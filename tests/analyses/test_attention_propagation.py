@@ -1,5 +1,6 @@
 """Attention rollout and flow (`importance.propagated_attention`): two known layers worked by hand, padding,
-flow != rollout where paths share capacity, and a real Transformer's scores independent of the batch."""
+flow != rollout where paths share capacity, norm-based maps worked by hand, and a real Transformer's scores
+independent of the batch."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
 from gridlab.models.factory import build_model
+from gridlab.models.transformer import SelfAttentionLayer, TransformerEncoder
 
 # Layer 1: A = [[.6, .4], [.2, .8]] -> 0.5 A + 0.5 I = [[.8, .2], [.1, .9]]
 # Layer 2: A = [[1, 0], [.5, .5]]   -> [[1, 0], [.25, .75]]
@@ -58,6 +60,34 @@ def test_flow_of_two_known_layers():
     capped at .5 out. Total .7. (networkx's maximum_flow_value agrees.)"""
     flow = attention_flow([padded(FIRST), padded(SECOND)], MASK, ALPHA)
     assert flow[0].tolist() == pytest.approx([0.85, 0.7, 0.0], abs=1e-6)
+
+
+def test_value_norms_per_head():
+    """hidden 4, 2 heads of 2; W_O = diag(1, 2, 3, 4), so head 0 reads columns 0-1 and head 1 columns 2-3:
+    f_0(v) = (v_0, 2 v_1, 0, 0), f_1(v) = (0, 0, 3 v_0, 4 v_1). Values (3, 2) and (1, 1) give norms
+    sqrt(9 + 16) = 5 and 5; (0, 1) and (1, 0) give 2 and 3."""
+    layer = SelfAttentionLayer(hidden=4, heads=2)
+    with torch.no_grad():
+        layer.out.weight.copy_(torch.diag(torch.tensor([1.0, 2.0, 3.0, 4.0])))
+    values = torch.tensor([[[3.0, 2.0], [0.0, 1.0]], [[1.0, 1.0], [1.0, 0.0]]])[None]  # (1, H, T, 2)
+    assert layer.value_norms(values)[0].flatten().tolist() == pytest.approx([5.0, 2.0, 5.0, 3.0])
+
+
+def test_norm_rollout_of_one_known_layer():
+    """One layer, one head, A = [[.6, .4], [.2, .8]], key norms (1, 3) (W_O = I, values (1, 0) and (0, 3)):
+    the norm map [[.6, 1.2], [.2, 2.4]], rows normalised [[1/3, 2/3], [1/13, 12/13]], mixed with the residual
+    [[2/3, 1/3], [1/26, 25/26]]; read by (.5, .5): ((2/3 + 1/26) / 2, (1/3 + 25/26) / 2). Plain rollout of
+    the same attention gives (.45, .55): the large vector of token 1 counts for more."""
+    encoder = TransformerEncoder(input_dim=2, hidden=2, layers=1, heads=1)
+    with torch.no_grad():
+        encoder.layers[0].out.weight.copy_(torch.eye(2))
+    encoder.attention_maps = [torch.tensor([[0.6, 0.4], [0.2, 0.8]])[None, None]]
+    encoder.attention_values = [torch.tensor([[1.0, 0.0], [0.0, 3.0]])[None, None]]
+    norms = encoder.norm_maps()
+    assert norms[0][0, 0].flatten().tolist() == pytest.approx([0.6, 1.2, 0.2, 2.4])
+    mask, pooled = torch.tensor([[True, True]]), torch.tensor([[0.5, 0.5]], dtype=torch.float64)
+    scores = attention_rollout(norms, mask, pooled)
+    assert scores[0].tolist() == pytest.approx([(2 / 3 + 1 / 26) / 2, (1 / 3 + 25 / 26) / 2], abs=1e-7)
 
 
 @pytest.fixture(scope="module")

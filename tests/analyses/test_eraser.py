@@ -103,7 +103,7 @@ def test_a_bag_of_words_model_gives_the_closed_form(synthetic, rows):
 CASES = [
     ("lstm", {}, ["attention", "random", "gradient", "leave_one_out", "norm_attention", "integrated_gradients"]),
     ("cnn", {}, ["attention", "grad_x_attention", "leave_one_out"]),
-    ("transformer", {}, ["attention", "attention_rollout", "attention_flow", "norm_attention"]),
+    ("transformer", {}, ["attention", "attention_rollout", "attention_flow", "norm_attention", "norm_rollout"]),
     ("lstm", {"architecture": "han"}, ["attention", "gradient", "leave_one_out", "integrated_gradients"]),
 ]
 

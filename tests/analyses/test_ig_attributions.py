@@ -89,3 +89,15 @@ def test_rows_do_not_depend_on_the_batch(synthetic, rows):
         items = shared.encoded.mask[0]
         torch.testing.assert_close(whole[i][whole_batch.mask[i]], alone[0][items], atol=1e-6, rtol=0)
         assert whole_gap[i].item() == pytest.approx(alone_gap[0].item(), abs=1e-6)
+
+
+def test_random_attention_is_held_at_the_shared_draw(synthetic, rows):
+    """Random attention is drawn anew at every forward; along the path it is the shared pass's draw, so IG
+    explains the model as it ran: complete, and the same on a second call."""
+    model = model_of(synthetic, "lstm", attention_mode="random")
+    batch = collate(rows)
+    shared = forward_once(model, batch)
+    first, gap = integrated_gradients(model, batch, shared, steps=64)
+    second, _ = integrated_gradients(model, batch, shared, steps=64)
+    assert gap.max() < 1e-3
+    torch.testing.assert_close(first, second, atol=0, rtol=0)

@@ -106,7 +106,7 @@ def test_run_equals_the_per_instance_reference(synthetic, rows, encoder):
     model = model_of(synthetic, encoder)
     rankings = ["attention", "random", "gradient", "leave_one_out", "norm_attention", "integrated_gradients"]
     if encoder == "transformer":
-        rankings += ["attention_rollout", "attention_flow"]
+        rankings += ["attention_rollout", "attention_flow", "norm_rollout"]
     ctx = context(model, rankings=rankings, ig_steps=8, k=3)
     batch = collate(rows)
     run = ranking_agreement.run(ctx, forward_once(model, batch))

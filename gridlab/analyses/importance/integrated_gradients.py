@@ -10,6 +10,8 @@ embedding (a flat or pair model's tokens, a HAN document's words) and leaves `<s
 they are, so that the items' attributions alone add up to F(x) - F(baseline) (completeness). An item's score
 is its attribution summed over the embedding dimensions (and over a HAN sentence's words), signed: positive
 pushes toward the predicted class. A pair model's query is not on the path (it is embedded apart).
+Random attention (W&P, Vashishth) does not depend on the input, but each forward would draw it anew: along
+the path it is held at the draw of the shared pass, so F is the model as it ran for this instance.
 
 The integral is Captum's Gauss-Legendre rule with `steps` points; `gap` is |sum of the attributions -
 (F(x) - F(baseline))| per instance, Captum's convergence delta, which shrinks as `steps` grows. Captum runs
@@ -35,11 +37,12 @@ def integrated_gradients(
     """(scores (B, T) aligned with `shared.encoded.mask`, 0 outside it; gap (B,) float64)."""
     embedded = model.embed(batch).detach()  # (B, T, d), or (B, S, W, d) for HAN
     baseline = embedded * ~_item_slots(batch)[..., None]  # items zeroed, markers and padding kept
+    drawn = shared.alpha.detach() if model.attention.mode == "random" else None  # see the module's docstring
 
     def probability(x: torch.Tensor) -> torch.Tensor:
         rows = torch.arange(len(x), device=x.device) % len(batch.ids)  # Captum stacks the steps batch-wise
         encoded = model.encode(batch.rows(rows), embedded=x)
-        alpha = model.attend(encoded.h, encoded.mask, encoded.query)
+        alpha = drawn[rows] if drawn is not None else model.attend(encoded.h, encoded.mask, encoded.query)
         return torch.softmax(model.decode(encoded.h, alpha, encoded.query), dim=-1)  # (n, C)
 
     slots = embedded[0, ..., 0].numel()  # T, or S * W

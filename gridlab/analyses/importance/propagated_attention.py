@@ -1,17 +1,24 @@
 """Attention propagated through a Transformer encoder's layers (Abnar & Zuidema 2020) as a score per
-attention item: rollout and flow (docs/analyses.md#rankings).
+attention item: rollout and flow, and rollout of norm-based attention (docs/analyses.md#rankings).
 
     >>> maps = transformer_maps(model)          # after `model.encode(batch)`: [(B, H, T, T)] per layer, or None
     >>> attention_rollout(maps, mask, alpha)    # (B, T)
     >>> attention_flow(maps, mask, alpha)       # (B, T)
+    >>> attention_rollout(transformer_maps(model, norms=True), mask, pooled_norms)   # norm_rollout
 
 A layer's self-attention is only part of how information moves: the residual connection carries each
-position's own vector past it. So each layer's attention, averaged over heads, is mixed with the identity,
-A~ = 0.5 A + 0.5 I, over the layer's real slots (those with any attention weight: tokens with their
-`<sos>`/`<eos>`; padding has none), rows renormalised. The classifier's pooling attention alpha reads the
+position's own vector past it. So each layer's attention, averaged over heads and its rows made to sum to 1
+over the layer's real slots (those with any attention weight: tokens with their `<sos>`/`<eos>`; padding has
+none), is mixed with the identity, A~ = 0.5 A + 0.5 I. The classifier's pooling attention alpha reads the
 last layer, so it is one more layer on top, a single query, without a residual.
 - **Rollout**: R = A~_L ... A~_1; the score of slot j is sum_i alpha_i R[i, j], the share of the pooled
   vector that traces back to input j along all paths, products of weights along each path.
+- **Norm rollout**: rollout of Kobayashi et al.'s (2020) norm-based maps, alpha_hij ||f_h(x_j)|| with f_h
+  the head's value and output projections (`TransformerEncoder.norm_maps`), read by the pooling's own
+  norm-based weights alpha_t ||f(h_t)|| (`norm_attention`) made to sum to 1. A weight on a small vector
+  moves little; rollout alone cannot see that. Heads are averaged as in rollout: with one head (Meister et
+  al.'s setting) each layer's map is exactly Kobayashi's ||alpha_ij f(x_j)||; with several it is the mean of
+  the heads' norms, not the norm of their sum (which would need a (B, T, T, m) tensor).
 - **Flow**: the layers as a graph, an edge from (l - 1, j) to (l, i) with capacity A~_l[i, j] and from
   (L, i) to the output with capacity alpha_i; the score of slot j is the maximum flow from (0, j) to the
   output: paths share capacity, so mass is not counted twice. scipy's max-flow (Dinic) needs integer
@@ -34,23 +41,27 @@ from gridlab.models.encoders import Transformer
 FLOW_SCALE = 1 << 24
 
 
-def transformer_maps(model: AttentionClassifier) -> list[torch.Tensor] | None:
-    """The self-attention maps [(B, H, T, T)] of the last `encode` when the encoder under the final
-    attention layer is a Transformer, else None (rollout and flow do not apply)."""
+def transformer_maps(model: AttentionClassifier, norms: bool = False) -> list[torch.Tensor] | None:
+    """The self-attention maps [(B, H, T, T)] of the last `encode` (with `norms`, their norm-based form) when
+    the encoder under the final attention layer is a Transformer, else None (these rankings do not apply)."""
     encoder = getattr(model, "encoder", None)  # a plug-in model may have none
-    return encoder.encoder.attention_maps if isinstance(encoder, Transformer) else None
+    if not isinstance(encoder, Transformer):
+        return None
+    return encoder.encoder.norm_maps() if norms else encoder.encoder.attention_maps
 
 
 def residual_attention(maps: list[torch.Tensor]) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """Per layer (B, T, T): heads averaged, 0.5 A + 0.5 I over the real slots, rows summing to 1; and the
-    real slots (B, T) (keys with any weight in the first layer)."""
+    """Per layer (B, T, T): heads averaged, rows made to sum to 1 over the real slots, then 0.5 A + 0.5 I; and
+    the real slots (B, T) (keys with any weight in the first layer)."""
     real = maps[0].double().amax(dim=(1, 2)) > 0  # (B, T): a padded key gets no weight from any query
     pairs = real[:, :, None] & real[:, None, :]  # (B, T, T)
     eye = torch.eye(real.shape[1], dtype=torch.float64, device=real.device)
+    tiny = torch.finfo(torch.float64).tiny
     layers = []
     for attention in maps:
-        mixed = (0.5 * attention.double().mean(1) + 0.5 * eye) * pairs  # (B, T, T)
-        layers.append(mixed / mixed.sum(-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny))
+        heads = attention.double().mean(1) * pairs  # (B, T, T)
+        heads = heads / heads.sum(-1, keepdim=True).clamp_min(tiny)  # a norm-based map's rows sum to 1 too
+        layers.append((0.5 * heads + 0.5 * eye) * pairs)  # a real query's row sums to 1, a padded one's to 0
     return layers, real
 
 

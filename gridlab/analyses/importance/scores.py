@@ -19,7 +19,9 @@ Scores, per item of the final attention layer (`shared.encoded.mask`):
   `params.ig_steps` steps; its completeness gap is returned beside it (`ig_gap`).
 - `attention_rollout`, `attention_flow`: the pooling weights carried through a Transformer encoder's
   residual-augmented self-attention layers by matrix products or by max-flow (Abnar & Zuidema 2020;
-  `importance.propagated_attention`). Only for Transformer encoders: `applicable` drops them for other cells.
+  `importance.propagated_attention`); `norm_rollout`, the same rollout of the layers' norm-based maps
+  (alpha_hij ||f_h(x_j)||, per head) read by the `norm_attention` weights. Only for Transformer encoders:
+  `applicable` drops them for other cells.
 
 A pass's scores are kept on it (`SharedPass.memo`), so the analyses of one shard compute each ranking once.
 """
@@ -102,9 +104,12 @@ def _compute(
         return scores
     if name in TRANSFORMER_RANKINGS:
         model.encode(batch)  # the maps of this batch (other analyses' passes overwrite them)
-        maps = transformer_maps(model)
+        maps = transformer_maps(model, norms=name == "norm_rollout")
         if maps is None:
             raise ValueError(f"the {name} ranking needs a Transformer encoder")
+        if name == "norm_rollout":
+            pooled = _score(model, cell_id, shared, "norm_attention", analysis_id, ig_steps)
+            return attention_rollout(maps, mask, pooled / pooled.sum(-1, keepdim=True))
         ranked = attention_rollout if name == "attention_rollout" else attention_flow
         return ranked(maps, mask, alpha)
     raise ValueError(f"unknown ranking {name!r}")
