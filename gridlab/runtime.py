@@ -19,13 +19,14 @@ QUIET_DEFAULTS = {
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
     "RAY_AIR_NEW_OUTPUT": "0",  # Tune's own progress tables: gridlab prints its own progress
 }
-# A local Ray started by gridlab has no login token; a cluster the user joins keeps whatever mode it has.
-LOCAL_AUTH_MODE = {"RAY_AUTH_MODE": "disabled"}
+# A local Ray started by gridlab has no login token and no other machines (so it binds loopback only:
+# `execution.ray_session`); a cluster the user joins keeps whatever settings it has.
+LOCAL_RAY = {"RAY_AUTH_MODE": "disabled", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 def quiet_environment(local_ray: bool) -> None:
     """Set the defaults above unless the user set them; child processes (Ray workers) inherit them."""
-    for key, value in {**QUIET_DEFAULTS, **(LOCAL_AUTH_MODE if local_ray else {})}.items():
+    for key, value in {**QUIET_DEFAULTS, **(LOCAL_RAY if local_ray else {})}.items():
         os.environ.setdefault(key, value)
 
 

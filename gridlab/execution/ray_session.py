@@ -1,12 +1,13 @@
 """Starting a local Ray or joining a cluster, with a timeout on every connect.
 
-A local Ray runs on node address 127.0.0.2 by default: a loopback address that Ray does not rewrite to the
-machine's public interface (it does rewrite 127.0.0.1), so its nodes talk over loopback and its agents bind
-there. Ray 2.60 still binds its gRPC servers (GCS, raylet, workers) to all interfaces, with no setting to
-change it (tests/execution/test_loopback.py tracks this): on an untrusted network, firewall the machine.
-Set GRIDLAB_RAY_NODE_IP to change the node address. Joining (`auto`, `ray://host:10001`, `host:port`)
-keeps the cluster's own settings; a connection that does not come up in `timeout_s` (a login-token mismatch can hang for
-minutes) is a clear error instead of a silent wait.
+A local Ray listens on loopback only (tests/execution/test_loopback.py checks every socket). Ray 2.60 binds
+its gRPC servers (GCS, raylet, workers) to 127.0.0.1 when the node address is exactly 127.0.0.1 and to all
+interfaces otherwise; and `ray.init` rewrites 127.0.0.1 to the machine's public address unless multi-machine
+clusters are off, as they are by default on macOS and Windows (`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`). So a
+local Ray is started with clusters off, in the driver for the duration of `ray.init` and in the environment
+its processes inherit. Set GRIDLAB_RAY_NODE_IP to choose another node address (then Ray binds everywhere).
+Joining (`auto`, `ray://host:10001`, `host:port`) keeps the cluster's own settings; a connection that does not
+come up in `timeout_s` (a login-token mismatch can hang for minutes) is a clear error instead of a silent wait.
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from unittest import mock
 
 import ray
+from ray._private import ray_constants
 
 from gridlab.errors import GridlabError
 from gridlab.runtime import drop_reported_logs, quiet_environment, stop_on_sigterm
 
-LOCAL_NODE_IP = "127.0.0.2"
+LOCAL_NODE_IP = "127.0.0.1"
 CONNECT_TIMEOUT_S = 60.0
 
 
@@ -68,6 +71,10 @@ def _init_with_timeout(kwargs: dict, timeout_s: float, target: str) -> None:
         except subprocess.CalledProcessError as error:
             last = (error.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
             raise GridlabError(f"could not connect to {target}: {last[0]}") from None
-    ray.init(logging_level=logging.WARNING, log_to_driver=False, **kwargs)
+    # ray.init reads the flag from a constant set when Ray was imported; the environment has it for the rest
+    clusters_off = kwargs["address"] == "local"
+    flag = mock.patch.object(ray_constants, "ENABLE_RAY_CLUSTER", False) if clusters_off else nullcontext()
+    with flag:
+        ray.init(logging_level=logging.WARNING, log_to_driver=False, **kwargs)
     stop_on_sigterm()  # ray.init installs a handler that aborts on SIGTERM
     drop_reported_logs()  # a full disk or an interrupt is one line of gridlab's, not Tune's tracebacks and lists

@@ -53,7 +53,7 @@ def test_an_interrupt_exits_130_also_while_resuming(tmp_path: Path, stop: signal
     }
     path = tmp_path / "g.yaml"
     path.write_text(yaml.safe_dump(grid))
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "GRIDLAB_RAY_NODE_IP": "127.0.0.2"}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     expanded = expand(load_grid_file(path), str(path), check_data=False)
     store = ModelStore(expanded.workspace.models)
 
@@ -85,7 +85,7 @@ def test_an_interrupt_during_the_analyses_after_training_exits_130(tmp_path: Pat
     }
     path = tmp_path / "g.yaml"
     path.write_text(yaml.safe_dump(grid))
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "GRIDLAB_RAY_NODE_IP": "127.0.0.2"}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     process = start_launch(path, env)
     lines = []
     assert process.stdout is not None
