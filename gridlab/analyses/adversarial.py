@@ -73,16 +73,12 @@ from gridlab.analyses.common import (
     decode_many,
     instance_generator,
     jsd,
+    linear_output,
     object_column,
     tvd,
 )
 from gridlab.catalog.analyses import ANALYSES, AdversarialParams
-from gridlab.models.classifier import (
-    AttentionClassifier,
-    Encoded,
-    FlatClassifier,
-    HierarchicalClassifier,
-)
+from gridlab.models.classifier import AttentionClassifier, Encoded
 
 ID = "adversarial"
 VERSION = 1
@@ -304,7 +300,7 @@ class _Objective:
         incidence[self.first, torch.arange(len(pairs))] = 0.5 * self.weights
         incidence[self.second, torch.arange(len(pairs))] = 0.5 * self.weights
         self.incidence = incidence[:k]  # (k, P) 1/2 w_p where candidate i is in pair p; alpha has no gradient
-        self.linear = _linear_output(model)
+        self.linear = linear_output(model)
         if self.linear is not None:
             weight, bias = self.linear
             self.scores = shared.encoded.h.detach() @ weight.detach().t().to(dtype)  # (A, T, C)
@@ -364,15 +360,6 @@ class _Objective:
             return torch.bmm(d_context.reshape(b, k, -1), h.transpose(1, 2))  # (A, k, T)
 
         return z.detach().reshape(b, k, -1), back
-
-
-def _linear_output(model: AttentionClassifier) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(W, b) when `model.output(context, query)` is `classifier(dropout(context))` with dropout inactive."""
-    if type(model).output not in (FlatClassifier.output, HierarchicalClassifier.output):
-        return None
-    if model.training and model.dropout.p > 0:
-        return None
-    return model.classifier.weight, model.classifier.bias
 
 
 def batch_logits(cell_id: str, shared: SharedPass, params: AdversarialParams) -> torch.Tensor:

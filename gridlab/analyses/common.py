@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from gridlab.data.batching import Batch
-from gridlab.models.classifier import AttentionClassifier, Encoded
+from gridlab.models.classifier import AttentionClassifier, Encoded, FlatClassifier, HierarchicalClassifier
 
 LN2 = math.log(2.0)
 EPS = 1e-12
@@ -66,9 +66,23 @@ def decode_many(model: AttentionClassifier, shared: SharedPass, alphas: torch.Te
     """
     b, k, _ = alphas.shape
     h, query = shared.encoded.h, shared.encoded.query
+    linear = linear_output(model)
+    if linear is not None:  # logits = sum_t alpha_t (W h_t) + b: the K weightings multiply C columns, not m
+        weight, bias = linear
+        return torch.softmax(torch.bmm(alphas.to(h.dtype), h @ weight.t()) + bias, dim=-1)  # (B, K, C)
     context = torch.einsum("bkt,btm->bkm", alphas.to(h.dtype), h).reshape(b * k, -1)  # (B*K, m)
     q = None if query is None else query.repeat_interleave(k, dim=0)  # (B*K, q)
     return torch.softmax(model.output(context, q), dim=-1).reshape(b, k, -1)  # (B, K, C)
+
+
+def linear_output(model: AttentionClassifier) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(W, b) when `model.output(context, query)` is `classifier(dropout(context))` with dropout inactive: the
+    output is then linear in the context, so many weightings of one h can be decoded through W h (C columns)."""
+    if type(model).output not in (FlatClassifier.output, HierarchicalClassifier.output):
+        return None
+    if model.training and model.dropout.p > 0:
+        return None
+    return model.classifier.weight, model.classifier.bias
 
 
 def tvd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:

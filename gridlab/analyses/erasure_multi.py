@@ -174,9 +174,10 @@ def _first_flips(model: AttentionClassifier, shared: SharedPass, keys: torch.Ten
     flips = []
     for start in range(0, order.shape[0], rows_per_call):
         rows = slice(start, start + rows_per_call)
+        part = shared if rows_per_call >= order.shape[0] else _restrict(shared, rows)  # one call: no copies
         removed = rank[rows, None, :] < ks[None, :, None]  # (b, K, T) the top k positions of row k-1
-        probs = decode_many(model, _restrict(shared, rows), _erase(shared.alpha[rows], removed))  # (b, K, C)
-        flips.append(probs.argmax(-1) != shared.pred[rows, None])  # (b, K)
+        probs = decode_many(model, part, _erase(part.alpha, removed))  # (b, K, C)
+        flips.append(probs.argmax(-1) != part.pred[:, None])  # (b, K)
     flipped = torch.cat(flips) & (ks[None, :] <= lengths[:, None]) & (lengths[:, None] > 1)  # (B, K)
     return torch.where(flipped.any(-1), flipped.int().argmax(-1) + 1, 0)  # argmax: the first True
 
