@@ -47,7 +47,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, decode_many
+from gridlab.analyses.common import SharedPass, decode_many, linear_output
 from gridlab.analyses.importance.scores import RankingScores, applicable, random_keys, random_order, ranking_scores
 from gridlab.analyses.ranking import tie_ranks
 from gridlab.catalog.analyses import ANALYSES, ERASURE_RANKINGS, RANKINGS, ErasureMultiParams
@@ -69,15 +69,20 @@ _BLOCK = 1 << 22
 
 
 def run(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) -> dict[str, np.ndarray]:
-    """Batched: one decoder call per ranking (per chunk of instances) and one per subset size (per chunk)."""
+    """Batched: every k of a ranking at once (suffix sums of alpha_t W h_t where the output is linear in the
+    context, else one decoder call per chunk of instances), and one decoder call per subset size (per chunk)."""
     model, params = context.classifier, context.params
     lengths = shared.lengths
     rankings = applicable(model, params.rankings)
     gradient = _decision_gradient(model, shared) if {"gradient", "grad_x_attention"} & set(rankings) else None
     others = _other_scores(context, shared, rankings)
     counts: dict[str, torch.Tensor | None] = {name: None for name in (*RANKINGS, "exact")}
+    linear = linear_output(model)
+    projected = None if linear is None else (shared.encoded.h @ linear[0].t(), linear[1])  # W h_t (B, T, C), b
     for name in rankings:
-        counts[name] = _first_flips(model, shared, _ranking_keys(context.cell_id, shared, name, gradient, others))
+        counts[name] = _first_flips(
+            model, shared, _ranking_keys(context.cell_id, shared, name, gradient, others), projected
+        )
     if params.exact_max_len > 0:
         counts["exact"] = _exact_sizes(model, shared, params.exact_max_len)
     return _columns(counts, lengths)
@@ -162,24 +167,58 @@ def _ranking_keys(
     return tie_ranks(values, mask, floor).nan_to_num(-1.0).masked_fill(~mask, float("-inf"))
 
 
-def _first_flips(model: AttentionClassifier, shared: SharedPass, keys: torch.Tensor) -> torch.Tensor:
-    """(B,) the first k whose top-k erasure flips the decision, 0 where none does (or T = 1)."""
-    order = torch.sort(keys, dim=-1, descending=True, stable=True).indices  # (B, T)
-    places = torch.arange(order.shape[1], device=order.device).expand_as(order)
-    rank = torch.empty_like(order).scatter_(1, order, places)  # (B, T) place of each position in the order
+def _first_flips(
+    model: AttentionClassifier,
+    shared: SharedPass,
+    keys: torch.Tensor,
+    projected: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """(B,) the first k whose top-k erasure flips the decision, 0 where none does (or T = 1). With `projected`
+    (W h_t (B, T, C) and the bias b, for a classifier linear in the context) every k at once from suffix
+    sums; otherwise the T erased weightings of each instance decoded in one call (per block of instances)."""
+    order = torch.sort(keys, dim=-1, descending=True, stable=True).indices  # (B, T) padding last
     lengths = shared.lengths
     steps = int(lengths.max())
+    if projected is not None:
+        decisions = _erased_decisions_linear(shared, order, steps, *projected)
+    else:
+        decisions = _erased_decisions_decoded(model, shared, order, steps)
+    ks = torch.arange(1, steps + 1, device=order.device)  # (K,)
+    flipped = (decisions != shared.pred[:, None]) & (ks[None, :] <= lengths[:, None]) & (lengths[:, None] > 1)
+    return torch.where(flipped.any(-1), flipped.int().argmax(-1) + 1, 0)  # argmax: the first True
+
+
+def _erased_decisions_linear(
+    shared: SharedPass, order: torch.Tensor, steps: int, projected: torch.Tensor, bias: torch.Tensor
+) -> torch.Tensor:
+    """(B, K) the decision with the top k = 1..K of `order` erased, for logits = sum_t alpha_t W h_t / sum_t
+    alpha_t + b over the kept t. The kept items are a suffix of the order, so their sums are suffix sums:
+    O(B T C) instead of K decodes of O(B T C) each. Summed from the end, not subtracted from the total, so
+    a kept mass that is tiny beside the erased one keeps its precision; a kept mass of 0 is the zero context."""
+    alpha = shared.alpha.to(projected.dtype).gather(1, order)  # (B, T) in ranking order, padding (0) last
+    weighted = alpha[..., None] * projected.gather(1, order[..., None].expand(-1, -1, projected.shape[-1]))
+    # one column of (alpha, alpha W h) per place, then a zero place: k = T of the longest keeps nothing
+    places = torch.nn.functional.pad(torch.cat([alpha[..., None], weighted], -1), (0, 0, 0, 1))  # (B, T + 1, 1 + C)
+    kept = places.flip(1).cumsum(1).flip(1)[:, 1 : steps + 1]  # (B, K, 1 + C) sums over places >= k
+    mass = kept[..., :1]
+    return (kept[..., 1:] / torch.where(mass > 0, mass, 1.0) + bias).argmax(-1)
+
+
+def _erased_decisions_decoded(
+    model: AttentionClassifier, shared: SharedPass, order: torch.Tensor, steps: int
+) -> torch.Tensor:
+    """(B, K) the decision with the top k = 1..K of `order` erased, each weighting decoded by the model."""
+    places = torch.arange(order.shape[1], device=order.device).expand_as(order)
+    rank = torch.empty_like(order).scatter_(1, order, places)  # (B, T) place of each position in the order
     ks = torch.arange(1, steps + 1, device=order.device)  # (K,)
     rows_per_call = max(1, _BLOCK // (steps * max(order.shape[1], shared.encoded.h.shape[-1])))
-    flips = []
+    decisions = []
     for start in range(0, order.shape[0], rows_per_call):
         rows = slice(start, start + rows_per_call)
         part = shared if rows_per_call >= order.shape[0] else _restrict(shared, rows)  # one call: no copies
         removed = rank[rows, None, :] < ks[None, :, None]  # (b, K, T) the top k positions of row k-1
-        probs = decode_many(model, part, _erase(part.alpha, removed))  # (b, K, C)
-        flips.append(probs.argmax(-1) != part.pred[:, None])  # (b, K)
-    flipped = torch.cat(flips) & (ks[None, :] <= lengths[:, None]) & (lengths[:, None] > 1)  # (B, K)
-    return torch.where(flipped.any(-1), flipped.int().argmax(-1) + 1, 0)  # argmax: the first True
+        decisions.append(decode_many(model, part, _erase(part.alpha, removed)).argmax(-1))  # (b, K)
+    return torch.cat(decisions)
 
 
 # ---- exact minimal flipping set -------------------------------------------------------------------------

@@ -70,8 +70,10 @@ def tie_ranks(values: torch.Tensor, mask: torch.Tensor, floor: torch.Tensor | fl
     v = values.detach().double()  # the difference of two float32 values is exact in float64
     usable = mask & v.isfinite()  # (B, T)
     scale = torch.where(usable, v.abs(), 0.0).amax(-1)  # (B,) largest |value| of the instance
-    floor = torch.as_tensor(floor, dtype=torch.float64, device=v.device).expand_as(scale)  # (B,)
-    tol = torch.maximum(RTOL * scale, floor)[:, None]  # (B, 1)
+    if isinstance(floor, torch.Tensor):
+        tol = torch.maximum(RTOL * scale, floor.to(torch.float64))[:, None]  # (B, 1)
+    else:
+        tol = (RTOL * scale).clamp_min(floor)[:, None]
     ordered, order = torch.sort(v.masked_fill(~usable, torch.inf), dim=-1, stable=True)  # (B, T) unusable last
     joined = ordered.diff(dim=-1) <= tol  # (B, T - 1) sorted item j + 1 ties item j (inf - inf is NaN: never)
     opens = torch.cat([joined.new_zeros(len(v), 1), ~joined], dim=-1)  # (B, T) a new group starts here

@@ -160,6 +160,19 @@ def test_chunked_decoding_gives_the_same_rows(picked, monkeypatch):
     assert as_lists(chunked) == as_lists(whole)
 
 
+@pytest.mark.parametrize(("encoder", "alignment", "projection"), CASES[::3])
+def test_suffix_sums_give_the_decoded_rows(picked, monkeypatch, encoder, alignment, projection):
+    """A classifier linear in the context takes every k at once from suffix sums; decoding each erased
+    weighting through the model (the path of any other output, here in blocks of one instance) agrees."""
+    model = model_for(picked, encoder, alignment, projection)
+    batch = collate(picked["rows"])
+    summed, _ = analyse(model, batch)
+    monkeypatch.setattr(erasure_multi, "linear_output", lambda model: None)
+    monkeypatch.setattr(erasure_multi, "_BLOCK", 64)
+    decoded, _ = analyse(model, batch)
+    assert as_lists(decoded) == as_lists(summed)
+
+
 def test_schema_and_parameters(picked):
     model = model_for(picked, "cnn", "dot", "softmax")
     batch = collate(picked["rows"])
