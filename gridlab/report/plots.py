@@ -47,13 +47,15 @@ def facet(
     sharex: bool = True,
     sharey: bool = False,
     legend: bool = False,
+    panel_size: tuple[float, float] = (PANEL_WIDTH, PANEL_HEIGHT),
 ) -> Figure:
-    """A figure with one panel per configuration; `draw(ax, rows)` fills a panel."""
+    """A figure with one panel per configuration (`panel_size` inches each); `draw(ax, rows)` fills a panel."""
     groups = panels(frame, axes)
     n = max(len(groups), 1)
     cols = min(max_cols, n)
     rows = math.ceil(n / cols)
-    figure = Figure(figsize=(PANEL_WIDTH * cols, PANEL_HEIGHT * rows + 0.6), layout="constrained")
+    width, height = panel_size
+    figure = Figure(figsize=(width * cols, height * rows + 0.6), layout="constrained")
     grid = figure.subplots(rows, cols, squeeze=False, sharex=sharex, sharey=sharey)
     for ax, (label, group) in zip(grid.flat, groups):
         draw(ax, group)

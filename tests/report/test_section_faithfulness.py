@@ -1,5 +1,6 @@
 """The faithfulness section on hand-made rows: the AOPC table per ranking across two seeds (rankings not
-computed left out), the agreement table in both directions, the heatmap, and what is missing said."""
+computed left out), the agreement table (both directions in its frame, each pair once shown, pairs with a
+skipped ranking left out), the heatmap, and what is missing said."""
 
 from __future__ import annotations
 
@@ -45,12 +46,19 @@ def eraser_rows() -> pd.DataFrame:
 
 
 def agreement_rows() -> pd.DataFrame:
+    """BiLSTM seeds 0 and 1: attention-gradient tau 0.2, 0.4. A Transformer cell also has rollout (tau 0.5
+    against attention), which the BiLSTM skips."""
     records = []
     for seed, tau in ((0, 0.2), (1, 0.4)):
         row: dict = {**AXES, "cell_id": f"c{seed}", "seed": seed, "instance_id": 0, "length": 5}
         row.update({name: None for name in AGREEMENT_SCHEMA.names})
         row.update({"tau__attention__gradient": tau, "overlap__attention__gradient": 1.0})
         records.append(row)
+    row = {**AXES, "encoder": "transformer", "cell_id": "t0", "seed": 0, "instance_id": 0, "length": 5}
+    row.update({name: None for name in AGREEMENT_SCHEMA.names})
+    row.update({"tau__attention__gradient": 0.1, "overlap__attention__gradient": 0.5})
+    row.update({"tau__attention__attention_rollout": 0.5, "overlap__attention__attention_rollout": 1.0})
+    records.append(row)
     return pd.DataFrame.from_records(records)
 
 
@@ -66,11 +74,17 @@ def test_aopc_and_agreement(fake_inputs):
     assert aopc.iloc[1]["aopc_comprehensiveness"] == pytest.approx(0.6)
     assert "completeness gap: mean 0.0001" in output.artifacts[0].caption
     agreement = output.artifacts[1].frame
-    assert sorted(zip(agreement["first"], agreement["second"])) == [
-        ("attention", "gradient"),
-        ("gradient", "attention"),
+    lstm = agreement[agreement["encoder"] == "lstm"]
+    assert sorted(zip(lstm["first"], lstm["second"])) == [("attention", "gradient"), ("gradient", "attention")]
+    assert lstm["tau"].tolist() == pytest.approx([0.3, 0.3])
+    transformer = agreement[agreement["encoder"] == "transformer"]
+    assert len(transformer) == 4  # both pairs, both directions
+    shown = output.artifacts[1].display  # each pair once
+    assert sorted(zip(shown["encoder"], shown["first"], shown["second"])) == [
+        ("lstm", "attention", "gradient"),
+        ("transformer", "attention", "attention_rollout"),
+        ("transformer", "attention", "gradient"),
     ]
-    assert agreement["tau"].tolist() == pytest.approx([0.3, 0.3])
     assert output.missing == []
 
 

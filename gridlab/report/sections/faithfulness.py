@@ -79,8 +79,9 @@ def aopc_table(rows: pd.DataFrame) -> Table:
 
 
 def agreement_frame(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration and ordered pair (first, second) of computed rankings: tau and overlap (mean per
-    cell, then across seeds), both directions listed (the matrix is symmetric), the diagonal 1."""
+    """Per configuration and ordered pair (first, second) of rankings computed there: tau and overlap (mean
+    per cell, then across seeds), both directions listed (the matrix is symmetric), no diagonal. A pair with
+    a ranking the configuration skipped (rollout on a BiLSTM) has no row."""
     axes = model_axes(rows)
     records = []
     for first in RANKINGS:
@@ -99,20 +100,28 @@ def agreement_frame(rows: pd.DataFrame) -> pd.DataFrame:
     if not records:
         return pd.DataFrame()
     long = pd.concat(records, ignore_index=True)
+    long = long[long["overlap"].notna()]  # instances of a configuration that skipped one of the two
+    if long.empty:
+        return pd.DataFrame()
     return seed_table(long, [*axes, "first", "second"], {"tau": ("tau", "mean"), "overlap": ("overlap", "mean")})
 
 
 def agreement_table(rows: pd.DataFrame, frame: pd.DataFrame) -> Table:
+    """Each unordered pair once (first before second in the rankings' order); the CSV keeps both directions."""
     shown = grouping_axes(rows)
-    display = frame[[*shown, "first", "second"]].copy()
-    display["Kendall τ-b"] = pm(frame, "tau", digits=3)
-    display["top-k overlap"] = pm(frame, "overlap", digits=3)
-    display["seeds"] = frame["n_seeds"]
+    place = {name: i for i, name in enumerate(RANKINGS)}
+    once = frame[frame["first"].map(place) < frame["second"].map(place)].sort_values(
+        [*model_axes(rows), "first", "second"], key=lambda c: c.map(place) if c.name in ("first", "second") else c
+    )
+    display = once[[*shown, "first", "second"]].copy()
+    display["Kendall τ-b"] = pm(once, "tau", digits=3)
+    display["top-k overlap"] = pm(once, "overlap", digits=3)
+    display["seeds"] = once["n_seeds"]
     fixed = constant_axes(rows, shown)
     caption = (
         "Agreement between rankings on the same instances: Kendall τ-b of their tie-ranked scores and the "
-        "shared share of their top-k items, per model over instances, then mean ± std across seeds."
-        + (f" All rows: {fixed}." if fixed else "")
+        "shared share of their top-k items, per model over instances, then mean ± std across seeds. Each pair "
+        "once; rankings a configuration skips are left out." + (f" All rows: {fixed}." if fixed else "")
     )
     return Table("ranking_agreement", "Agreement between rankings", frame, caption, display)
 
@@ -130,15 +139,16 @@ def agreement_figure(rows: pd.DataFrame, frame: pd.DataFrame) -> Figure:
             matrix[names.index(row["first"]), names.index(row["second"])] = row["tau"]
         image = ax.imshow(matrix, vmin=-1, vmax=1, cmap="RdBu_r")
         labels = [n.replace("_", " ") for n in names]
-        ax.set_xticks(range(len(names)), labels, rotation=60, ha="right", fontsize=6)
-        ax.set_yticks(range(len(names)), labels, fontsize=6)
-        size = 5 if len(names) <= 7 else 3.5  # a full matrix of every ranking still reads
+        ax.set_xticks(range(len(names)), labels, rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(names)), labels, fontsize=7)
         for i in range(len(names)):
             for j in range(len(names)):
-                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=size)
+                ink = "white" if abs(matrix[i, j]) > 0.6 else "black"
+                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=6, color=ink)
         ax.figure.colorbar(image, ax=ax, shrink=0.7)
 
-    figure = facet(rows, draw, "Kendall τ-b between rankings", sharex=False, max_cols=2)
+    # a panel wide enough for every ranking's cell to hold its two decimals at 6 pt
+    figure = facet(rows, draw, "Kendall τ-b between rankings", sharex=False, max_cols=2, panel_size=(5.6, 5.0))
     return Figure(
         "ranking_agreement_heatmap",
         "Agreement between rankings (Kendall τ-b)",
