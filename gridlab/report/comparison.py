@@ -27,8 +27,9 @@ from gridlab.report.published import published
 # Columns of a long "ours" frame besides the keys; `note` is optional (a caveat on how ours was computed).
 OURS = ("ours", "ours_std", "n_seeds", "n_instances")
 # Columns of a long "paper" frame besides the keys: `published_seed_std` where the paper prints a std over
-# runs, `table` where one comparison spans several tables (default: the key's own), `note` for a caveat.
-PAPER = ("published", "published_seed_std", "table", "note")
+# runs, `rerun` where the original code's own rerun is committed (`reruns.py`), `table` where one comparison
+# spans several tables (default: the key's own), `note` for a caveat.
+PAPER = ("published", "published_seed_std", "rerun", "table", "note")
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,12 @@ def expected(comparison: Comparison, inputs: ReportInputs) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     models = configs[list(dict.fromkeys([*comparison.keys, *comparison.join]))].drop_duplicates()
     paper = comparison.paper()
-    defaults = {"published_seed_std": np.nan, "table": published(comparison.key)["table"].iloc[0], "note": ""}
+    defaults = {
+        "published_seed_std": np.nan,
+        "rerun": np.nan,
+        "table": published(comparison.key)["table"].iloc[0],
+        "note": "",
+    }
     for column, default in defaults.items():
         if column not in paper:
             paper[column] = default

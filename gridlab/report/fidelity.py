@@ -39,6 +39,7 @@ COLUMNS = [
     "quantity",
     "published",
     "published_seed_std",
+    "rerun",
     "ours",
     "ours_std",
     "n_seeds",
@@ -165,8 +166,8 @@ def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list
     """One fidelity row: ours against the published value, the rule's width, the verdict, the ablation."""
     measured = row.pop("_merge") == "both"
     rule, width = tolerance_for(row["quantity"], _number(row.get("published_seed_std")))
-    ours, value = _number(row.get("ours")), float(row["published"])
-    difference, verdict = verdict_for(ours, value, width) if measured else (math.nan, NOT_RUN)
+    ours, value, rerun = _number(row.get("ours")), float(row["published"]), _number(row.get("rerun"))
+    difference, verdict = verdict_for(ours, value, width, rerun) if measured else (math.nan, NOT_RUN)
     out = {
         **{k: row.get(k) for k in (*comparison.keys, *comparison.extra)},
         "paper": paper,
@@ -177,6 +178,7 @@ def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list
         "quantity": row["quantity"],
         "published": value,
         "published_seed_std": _number(row.get("published_seed_std")),
+        "rerun": rerun,
         "ours": ours,
         "ours_std": _number(row.get("ours_std")),
         "n_seeds": _number(row.get("n_seeds")),
@@ -191,12 +193,15 @@ def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list
     return out
 
 
-def verdict_for(ours: float | None, published: float, width: float) -> tuple[float, str]:
-    """The difference ours − published and the verdict of a measured number (undefined without a value)."""
+def verdict_for(ours: float | None, published: float, width: float, rerun: float | None = None) -> tuple[float, str]:
+    """The difference ours − published and the verdict of a measured number (undefined without a value):
+    within when ours lies within `width` of the published number or, where the original code's own rerun is
+    known, of the interval between the two (the authors' reproduction of themselves moved that far)."""
     if ours is None:
         return math.nan, UNDEFINED
-    difference = ours - published
-    return difference, WITHIN if abs(difference) <= width + 1e-9 else OUTSIDE
+    low, high = (published, published) if rerun is None else sorted((published, rerun))
+    distance = max(low - ours, ours - high, 0.0)
+    return ours - published, WITHIN if distance <= width + 1e-9 else OUTSIDE
 
 
 def model_label(row: dict[str, Any], keys: tuple[str, ...]) -> str:

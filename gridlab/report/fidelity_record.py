@@ -130,7 +130,9 @@ def _carry_frame(frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Abla
 
 def _carried(row: dict[str, Any], found: dict[str, Any], entries: list[Ablation]) -> dict[str, Any]:
     out = {**row, **{k: _float(found[k]) for k in MEASURED}}
-    out["difference"], out["verdict"] = verdict_for(out["ours"], float(row["published"]), float(row["tolerance"]))
+    out["difference"], out["verdict"] = verdict_for(
+        out["ours"], float(row["published"]), float(row["tolerance"]), _float(row.get("rerun"))
+    )
     out["ablation"] = ablation_text(out, entries, out["verdict"])
     # The note as measured (it may hold the section's own remark on the value), without an older carry mark.
     measured_note = "; ".join(p for p in str(found["note"]).split("; ") if p and not p.startswith(CARRIED_PREFIX))

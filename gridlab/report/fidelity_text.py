@@ -43,6 +43,7 @@ def display(frame: pd.DataFrame, columns: tuple[str, ...] = ()) -> pd.DataFrame:
     places = [digits(q) for q in frame["quantity"]]
     shown = frame[[*columns, "paper", "table", "dataset", "model", "detail", "quantity"]].copy()
     shown["published"] = [_fixed(v, d) for v, d in zip(frame["published"], places)]
+    shown["rerun"] = [_fixed(v, d) for v, d in zip(frame["rerun"], places)]
     shown["ours"] = [plus_minus(m, s, d) for m, s, d in zip(frame["ours"], frame["ours_std"], places)]
     shown["seeds"] = [_count(v) for v in frame["n_seeds"]]
     shown["instances"] = [_count(v) for v in frame["n_instances"]]
@@ -81,7 +82,9 @@ def caption(result: FidelityResult) -> str:
         "One row per published number that a section joins to ours, for this grid's cells. Ours: the "
         "section's own value, the mean across seeds of a per-model statistic, ± its std across seeds; seeds: "
         "models averaged; instances: test instances over all seeds ('–' for per-model numbers). "
-        "difference = ours − published; within: |difference| ≤ tolerance (rules and reasons in "
+        "rerun: the original code's own rerun where its repository commits one (J&W's graph_outputs). "
+        "difference = ours − published; within: |difference| ≤ tolerance, or ours within the tolerance of "
+        "the interval between the published number and the rerun (rules and reasons in "
         "fidelity_tolerances); not run: the grid's cells aim at the number but it has no rows yet; "
         "undefined: rows, but no value. ablation: the run that tests why a row is outside "
         f"(gridlab/report/ablations.yaml), 'no ablation yet' where none has been run.{pooled} {NOT_JOINED}"

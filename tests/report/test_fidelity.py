@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 
 from gridlab.report.ablations import NO_ABLATION, Ablation
-from gridlab.report.fidelity import NOT_RUN, OUTSIDE, UNDEFINED, WITHIN, fidelity, out_of_reach
+from gridlab.report.fidelity import NOT_RUN, OUTSIDE, UNDEFINED, WITHIN, fidelity, out_of_reach, verdict_for
 from gridlab.report.inputs import ReportInputs
-from gridlab.report.sections.jain_wallace import figure4_frame, table2_frame
+from gridlab.report.reruns import KEYS as RERUN_KEYS
+from gridlab.report.reruns import reruns
+from gridlab.report.sections.jain_wallace import figure4_frame, table2_frame, table2_published
 from gridlab.report.tolerances import TOLERANCES, rule_for, tolerance_for
 
 JW_GRID = {
@@ -108,6 +110,27 @@ def test_verdicts_inside_outside_not_run_and_undefined(jw):
     imdb = frame[frame["dataset"] == "imdb"]
     assert (imdb["verdict"] == NOT_RUN).all() and imdb["ours"].isna().all()
     assert imdb["published"].notna().all() and imdb["tolerance"].notna().all()
+
+
+def test_the_original_codes_rerun_widens_what_counts_as_within():
+    # J&W SST BiLSTM class 0: printed 0.40, the authors' rerun 0.343; tolerance 0.07
+    assert verdict_for(0.30, 0.40, 0.07) == (pytest.approx(-0.10), OUTSIDE)
+    assert verdict_for(0.30, 0.40, 0.07, rerun=0.343) == (pytest.approx(-0.10), WITHIN)  # 0.043 below the rerun
+    assert verdict_for(0.37, 0.40, 0.07, rerun=0.343)[1] == WITHIN  # between the two
+    assert verdict_for(0.26, 0.40, 0.07, rerun=0.343)[1] == OUTSIDE  # 0.083 below the rerun
+    assert verdict_for(0.48, 0.40, 0.07, rerun=0.343)[1] == OUTSIDE  # the interval widens on the rerun's side only
+    assert verdict_for(None, 0.40, 0.07, rerun=0.343) == (pytest.approx(math.nan, nan_ok=True), UNDEFINED)
+
+
+def test_every_rerun_joins_a_published_number(jw):
+    published = table2_published()
+    committed = reruns("jw_table2")
+    joined = committed.merge(published, on=list(RERUN_KEYS), how="left", suffixes=("", "_joined"))
+    assert len(joined) == len(committed) == 32 and joined["published"].notna().all()
+    assert published["rerun"].notna().sum() == 32  # tau_g and its significant share, 4 datasets x 2 encoders x 2
+    frame = fidelity(ReportInputs.load(jw.expanded), entries=[]).frame
+    assert row(frame, "sst", "tau_g", "class 0")["rerun"] == pytest.approx(0.3432481)
+    assert math.isnan(row(frame, "sst", "tau_loo", "class 0")["rerun"])  # committed for all classes only
 
 
 def test_ours_is_the_sections_own_number(jw):

@@ -28,6 +28,8 @@ from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import class_histogram, facet, scatter
 from gridlab.report.published import citation, published
+from gridlab.report.reruns import KEYS as RERUN_KEYS
+from gridlab.report.reruns import reruns
 from gridlab.report.sections import Section
 from gridlab.report.stats import (
     MODEL_AXES,
@@ -420,12 +422,14 @@ def table2_ours(inputs: ReportInputs) -> pd.DataFrame | None:
 
 
 def table2_published() -> pd.DataFrame:
-    """J&W Table 2 as fidelity numbers: the mean τ and the share of significant instances per class."""
+    """J&W Table 2 as fidelity numbers: the mean τ and the share of significant instances per class, with the
+    authors' own rerun beside them where their repository commits it (`reruns`)."""
     paper = published("jw_table2").dropna(subset=["pred"])
     short = paper["measure"].str.removeprefix("tau_")
     means = paper[list(PAPER_KEYS)].assign(quantity=paper["measure"], published=paper["mean"])
     shares = paper[list(PAPER_KEYS)].assign(quantity="sig_frac_" + short, published=paper["sig_frac"])
-    return pd.concat([means, shares]).sort_index(kind="stable").reset_index(drop=True)  # as printed, row by row
+    numbers = pd.concat([means, shares]).sort_index(kind="stable").reset_index(drop=True)  # as printed, row by row
+    return numbers.merge(reruns("jw_table2"), on=list(RERUN_KEYS), how="left")
 
 
 def table1_ours(inputs: ReportInputs) -> pd.DataFrame | None:
