@@ -36,7 +36,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, object_column
+from gridlab.analyses.common import SharedPass, object_column, tokens_per_call
 from gridlab.analyses.importance.deletion import without_items
 from gridlab.analyses.importance.reference import instance_rows
 from gridlab.analyses.importance.scores import RankingScores, applicable, ranking_scores
@@ -63,8 +63,6 @@ SCHEMA = pa.schema(
         pa.field("integrated_gradients_gap", pa.float64()),
     ]
 )
-
-_TOKENS_PER_CALL = 1 << 16  # (rows x width) of one forward over deleted inputs: bounds memory on long documents
 
 
 def run(context: AnalysisContext[EraserParams], shared: SharedPass) -> dict[str, np.ndarray]:
@@ -126,7 +124,7 @@ def _scores(context: AnalysisContext[EraserParams], shared: SharedPass) -> Ranki
 @torch.no_grad()
 def _probs_without(model: AttentionClassifier, shared: SharedPass, removed: torch.Tensor) -> torch.Tensor:
     """removed (Q, B, T) -> (B, Q) the probability of the predicted class with those items deleted. Rows are
-    run longest first in chunks of about `_TOKENS_PER_CALL` slots, each packed to its longest row."""
+    run longest first in chunks of about `tokens_per_call` slots, each packed to its longest row."""
     q, b, _ = removed.shape
     flat = removed.reshape(q * b, -1)  # (Q*B, T) row j is instance j % B
     rows = torch.arange(q * b, device=flat.device) % b
@@ -134,7 +132,7 @@ def _probs_without(model: AttentionClassifier, shared: SharedPass, removed: torc
     order = torch.argsort(left, descending=True, stable=True)
     probs = torch.empty(q * b, dtype=shared.probs.dtype, device=flat.device)
     width = shared.batch.ids.shape[1]
-    per_call = max(1, _TOKENS_PER_CALL // width)
+    per_call = max(1, tokens_per_call(flat.device) // width)
     for start in range(0, len(order), per_call):
         chunk = order[start : start + per_call]
         probs[chunk] = _predicted_probs(model, shared, rows[chunk], flat[chunk], left[chunk])

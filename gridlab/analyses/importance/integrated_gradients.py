@@ -15,7 +15,7 @@ the path it is held at the draw of the shared pass, so F is the model as it ran 
 
 The integral is Captum's Gauss-Legendre rule with `steps` points; `gap` is |sum of the attributions -
 (F(x) - F(baseline))| per instance, Captum's convergence delta, which shrinks as `steps` grows. Captum runs
-all steps of the batch in forwards of about `_TOKENS_PER_CALL` slots each (its `internal_batch_size`), the
+all steps of the batch in forwards of about `common.tokens_per_call` slots each (its `internal_batch_size`), the
 batch's rows repeated once per step: instances never interact, so rows do not depend on the batch.
 """
 
@@ -24,11 +24,9 @@ from __future__ import annotations
 import torch
 from captum.attr import IntegratedGradients
 
-from gridlab.analyses.common import SharedPass
+from gridlab.analyses.common import SharedPass, tokens_per_call
 from gridlab.data.batching import Batch
 from gridlab.models.classifier import AttentionClassifier
-
-_TOKENS_PER_CALL = 1 << 16  # rows x slots of one forward along the path
 
 
 def integrated_gradients(
@@ -46,7 +44,7 @@ def integrated_gradients(
         return torch.softmax(model.decode(encoded.h, alpha, encoded.query), dim=-1)  # (n, C)
 
     slots = embedded[0, ..., 0].numel()  # T, or S * W
-    steps_per_call = max(1, _TOKENS_PER_CALL // max(len(embedded) * slots, 1))
+    steps_per_call = max(1, tokens_per_call(embedded.device) // max(len(embedded) * slots, 1))
     with torch.enable_grad():
         attributions, delta = IntegratedGradients(probability).attribute(
             embedded,
