@@ -15,8 +15,9 @@ the path it is held at the draw of the shared pass, so F is the model as it ran 
 
 The integral is Captum's Gauss-Legendre rule with `steps` points; `gap` is |sum of the attributions -
 (F(x) - F(baseline))| per instance, Captum's convergence delta, which shrinks as `steps` grows. Captum runs
-all steps of the batch in forwards of about `common.tokens_per_call` slots each (its `internal_batch_size`), the
-batch's rows repeated once per step: instances never interact, so rows do not depend on the batch.
+the steps in forwards of about `common.tokens_per_call` slots each (its `internal_batch_size`), the
+instances' rows repeated once per step, on as many instances at a time as fit in one such forward:
+instances never interact, so rows do not depend on the batch.
 """
 
 from __future__ import annotations
@@ -36,29 +37,50 @@ def integrated_gradients(
     embedded = model.embed(batch).detach()  # (B, T, d), or (B, S, W, d) for HAN
     baseline = embedded * ~_item_slots(batch)[..., None]  # items zeroed, markers and padding kept
     drawn = shared.alpha.detach() if model.attention.mode == "random" else None  # see the module's docstring
+    slots = embedded[0, ..., 0].numel()  # T, or S * W
+    rows_per_call = max(1, tokens_per_call(embedded.device) // max(slots, 1))
+    group = min(len(embedded), rows_per_call)  # instances per Captum call: it runs at least one row each
+    groups = torch.arange(len(embedded)).split(group)
+    parts = [_attribute(model, batch, embedded, baseline, drawn, shared.pred, g, steps, rows_per_call) for g in groups]
+    attributions, delta = torch.cat([a for a, _ in parts]), torch.cat([d for _, d in parts])
+    mask = shared.encoded.mask
+    per_slot = attributions.sum(-1)  # (B, T) tokens, or (B, S, W) words
+    scores = per_slot.reshape(*mask.shape, -1).sum(-1)  # (B, T): a HAN sentence sums its words
+    return scores * mask, delta.abs().double()
+
+
+def _attribute(
+    model: AttentionClassifier,
+    batch: Batch,
+    embedded: torch.Tensor,
+    baseline: torch.Tensor,
+    drawn: torch.Tensor | None,
+    pred: torch.Tensor,
+    instances: torch.Tensor,
+    steps: int,
+    rows_per_call: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Captum's attributions and convergence deltas of some instances of the batch (their rows only)."""
+    instances = instances.to(embedded.device)
 
     def probability(x: torch.Tensor) -> torch.Tensor:
-        rows = torch.arange(len(x), device=x.device) % len(batch.ids)  # Captum stacks the steps batch-wise
+        rows = instances[torch.arange(len(x), device=x.device) % len(instances)]  # Captum stacks the steps
         encoded = model.encode(batch.rows(rows), embedded=x)
         alpha = drawn[rows] if drawn is not None else model.attend(encoded.h, encoded.mask, encoded.query)
         return torch.softmax(model.decode(encoded.h, alpha, encoded.query), dim=-1)  # (n, C)
 
-    slots = embedded[0, ..., 0].numel()  # T, or S * W
-    steps_per_call = max(1, tokens_per_call(embedded.device) // max(len(embedded) * slots, 1))
+    steps_per_call = max(1, rows_per_call // len(instances))
     with torch.enable_grad():
         attributions, delta = IntegratedGradients(probability).attribute(
-            embedded,
-            baselines=baseline,
-            target=shared.pred,
+            embedded[instances],
+            baselines=baseline[instances],
+            target=pred[instances],
             n_steps=steps,
             method="gausslegendre",
-            internal_batch_size=len(embedded) * steps_per_call,
+            internal_batch_size=len(instances) * steps_per_call,
             return_convergence_delta=True,
         )
-    mask = shared.encoded.mask
-    per_slot = attributions.detach().sum(-1)  # (B, T) tokens, or (B, S, W) words
-    scores = per_slot.reshape(*mask.shape, -1).sum(-1)  # (B, T): a HAN sentence sums its words
-    return scores * mask, delta.detach().abs().double()
+    return attributions.detach(), delta.detach()
 
 
 def _item_slots(batch: Batch) -> torch.Tensor:
