@@ -39,11 +39,11 @@ def stop_on_sigterm() -> None:
 
 class _ReportedByGridlab(logging.Filter):
     """Drops Ray's log records of what gridlab reports itself, in one line: a full or unwritable disk
-    (`errors.resource_fault`, with Ray's tracebacks), and after an interrupt Tune's advice to resume with
-    `Tuner.restore` (`gridlab launch` does that) and its list of trials without results (trials that never
-    started; gridlab counts cells from its model store, not from Tune's results)."""
+    (`errors.resource_fault`, with Ray's tracebacks), and on an interrupt Tune's notice that it is stopping,
+    its advice to resume with `Tuner.restore` (`gridlab launch` does that) and its list of trials without
+    results (trials that never started; gridlab counts cells from its model store, not from Tune's results)."""
 
-    INTERRUPT_RECORDS = ("Experiment has been interrupted", "Failed to fetch metrics for")
+    INTERRUPT_RECORDS = ("Stop signal received", "Experiment has been interrupted", "Failed to fetch metrics for")
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None

@@ -63,6 +63,7 @@ def test_an_interrupt_exits_130_also_while_resuming(tmp_path: Path, stop: signal
         assert "done:" not in output
         assert "interrupted: 0 of 2 cells trained" in output and f"`gridlab launch {path}` resumes" in output
         assert "Failed to fetch metrics" not in output and "Tuner.restore" not in output
+        assert "Stop signal received" not in output  # Tune's notice: gridlab's line says it
         assert ("resuming the interrupted launch launch-001" in output) == (attempt == "resuming")
         assert all(store.cell(c.id).state() == "pending" for c in expanded.cells)
         experiments = expanded.workspace.tune_experiments()
