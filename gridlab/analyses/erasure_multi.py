@@ -78,7 +78,7 @@ def run(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) -> dic
     others = _other_scores(context, shared, rankings)
     counts: dict[str, torch.Tensor | None] = {name: None for name in (*RANKINGS, "exact")}
     linear = linear_output(model)
-    projected = None if linear is None else (shared.encoded.h @ linear[0].t(), linear[1])  # W h_t (B, T, C), b
+    projected = None if linear is None else _item_logits(shared.encoded.h, *linear)
     for name in rankings:
         counts[name] = _first_flips(
             model, shared, _ranking_keys(context.cell_id, shared, name, gradient, others), projected
@@ -174,8 +174,8 @@ def _first_flips(
     projected: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """(B,) the first k whose top-k erasure flips the decision, 0 where none does (or T = 1). With `projected`
-    (W h_t (B, T, C) and the bias b, for a classifier linear in the context) every k at once from suffix
-    sums; otherwise the T erased weightings of each instance decoded in one call (per block of instances)."""
+    (`_item_logits`, for a classifier linear in the context) every k at once from suffix sums; otherwise the
+    T erased weightings of each instance decoded in one call (per block of instances)."""
     order = torch.sort(keys, dim=-1, descending=True, stable=True).indices  # (B, T) padding last
     lengths = shared.lengths
     steps = int(lengths.max())
@@ -188,20 +188,30 @@ def _first_flips(
     return torch.where(flipped.any(-1), flipped.int().argmax(-1) + 1, 0)  # argmax: the first True
 
 
+def _item_logits(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """What each item adds to the logits of a classifier linear in the context, W h_t (B, T, C), and b. With
+    two classes only their difference decides: (w_1 - w_0) . h_t (B, T, 1) and b_1 - b_0, one column."""
+    if len(weight) == 2:
+        return (h @ (weight[1] - weight[0]))[..., None], (bias[1] - bias[0])[None]
+    return h @ weight.t(), bias
+
+
 def _erased_decisions_linear(
     shared: SharedPass, order: torch.Tensor, steps: int, projected: torch.Tensor, bias: torch.Tensor
 ) -> torch.Tensor:
     """(B, K) the decision with the top k = 1..K of `order` erased, for logits = sum_t alpha_t W h_t / sum_t
-    alpha_t + b over the kept t. The kept items are a suffix of the order, so their sums are suffix sums:
-    O(B T C) instead of K decodes of O(B T C) each. Summed from the end, not subtracted from the total, so
-    a kept mass that is tiny beside the erased one keeps its precision; a kept mass of 0 is the zero context."""
+    alpha_t + b over the kept t (`_item_logits`; one column: the margin of class 1 over class 0). The kept
+    items are a suffix of the order, so their sums are suffix sums: O(B T C) instead of K decodes of O(B T C)
+    each. Summed from the end, not subtracted from the total, so a kept mass that is tiny beside the erased
+    one keeps its precision; a kept mass of 0 is the zero context."""
     alpha = shared.alpha.to(projected.dtype).gather(1, order)  # (B, T) in ranking order, padding (0) last
     weighted = alpha[..., None] * projected.gather(1, order[..., None].expand(-1, -1, projected.shape[-1]))
     # one column of (alpha, alpha W h) per place, then a zero place: k = T of the longest keeps nothing
     places = torch.nn.functional.pad(torch.cat([alpha[..., None], weighted], -1), (0, 0, 0, 1))  # (B, T + 1, 1 + C)
     kept = places.flip(1).cumsum(1).flip(1)[:, 1 : steps + 1]  # (B, K, 1 + C) sums over places >= k
     mass = kept[..., :1]
-    return (kept[..., 1:] / torch.where(mass > 0, mass, 1.0) + bias).argmax(-1)
+    logits = kept[..., 1:] / torch.where(mass > 0, mass, 1.0) + bias  # (B, K, C), or the margin (B, K, 1)
+    return (logits[..., 0] > 0).long() if logits.shape[-1] == 1 else logits.argmax(-1)  # a tie: class 0
 
 
 def _erased_decisions_decoded(
