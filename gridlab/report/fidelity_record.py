@@ -73,13 +73,14 @@ class NumberRecord:
         return replace(result, frame=frame, sensitivity=sensitivity)
 
     def wall_time(self, file: str, measured: WallTime) -> tuple[WallTime, str | None]:
-        """The wall time measured here, or, where this folder recorded none, the record's with its date."""
-        if measured.launches or measured.trials:
-            return measured, None
+        """The wall time measured here, or the record's with its date where this folder recorded none or ran
+        fewer trials of the study (a part of it rerun here says less about the whole than the record does)."""
         rows = self.walls[self.walls["file"] == file]
         if rows.empty:
             return measured, None
         row = rows.iloc[-1]
+        if (measured.launches or measured.trials) and measured.trials >= int(row["trials"]):
+            return measured, None
         carried = WallTime(
             launches=int(row["launches"]),
             launch_seconds=float(row["launch_seconds"]),

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from gridlab.cli import app
 from gridlab.errors import GridlabError
 from gridlab.report.fidelity_record import NUMBER_COLUMNS, NumberRecord, record_paths
+from gridlab.report.walltime import WallTime
 
 from .test_fidelity_doc import jw_with_rows  # noqa: F401  (the J&W grid with rows for its SST cells)
 
@@ -101,6 +102,30 @@ def test_the_wall_time_is_carried_with_its_date(jw, tmp_path: Path):
     text = regenerate(jw, out)
     assert "Wall time: 2 launches, 2m05s wall; 3 trials, 24 epochs, 3m20s of trial time (measured 2026-01-02" in text
     assert "| fidelity-jw | 2026-01-02 |" in text
+
+
+def test_a_partial_rerun_keeps_the_fuller_wall_time_of_the_record():
+    walls = pd.DataFrame(
+        [
+            {
+                "file": "g.yaml",
+                "launches": 8,
+                "launch_seconds": 5000.0,
+                "unfinished": 0,
+                "trials": 78,
+                "epochs": 624,
+                "train_seconds": 6000.0,
+                "measured_on": "2026-11-23",
+            }
+        ]
+    )
+    record = NumberRecord(pd.DataFrame(columns=NUMBER_COLUMNS), walls)
+    part = WallTime(launches=3, launch_seconds=1300.0, unfinished=0, trials=27, epochs=216, train_seconds=1800.0)
+    kept, on = record.wall_time("g.yaml", part)
+    assert (kept.trials, kept.launches, on) == (78, 8, "2026-11-23")
+    whole = WallTime(launches=9, launch_seconds=5200.0, unfinished=0, trials=78, epochs=624, train_seconds=6100.0)
+    assert record.wall_time("g.yaml", whole) == (whole, None)
+    assert record.wall_time("other.yaml", part) == (part, None)
 
 
 def test_a_record_without_its_columns_is_one_clear_error(tmp_path: Path):
