@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import torch
 
 from gridlab.data.batching import Batch
@@ -57,6 +59,15 @@ def object_column(values: list) -> np.ndarray:
     column = np.empty(len(values), dtype=object)
     column[:] = values
     return column
+
+
+def column_means(rows: pd.DataFrame, columns: Iterable[str]) -> dict[str, float]:
+    """`<column>_mean` per column: its mean over the rows where it is defined, NaN where it is nowhere."""
+    means = {}
+    for column in columns:
+        values = rows[column].dropna().astype(float)
+        means[f"{column}_mean"] = float(values.mean()) if len(values) else float("nan")
+    return means
 
 
 def decode_many(model: AttentionClassifier, shared: SharedPass, alphas: torch.Tensor) -> torch.Tensor:

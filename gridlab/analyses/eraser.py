@@ -36,7 +36,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, object_column, tokens_per_call
+from gridlab.analyses.common import SharedPass, column_means, object_column, tokens_per_call
 from gridlab.analyses.importance.deletion import without_items
 from gridlab.analyses.importance.reference import instance_rows
 from gridlab.analyses.importance.scores import RankingScores, applicable, ranking_scores
@@ -201,13 +201,10 @@ def _columns(
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model and ranking: the mean AOPC of comprehensiveness and of sufficiency (NaN for a ranking not
     computed), and the mean and largest completeness gap of the integrated gradients."""
-    summary: dict[str, float] = {}
-    for name in RANKINGS:
-        for kind in KINDS:
-            values = rows[f"aopc_{kind}_{name}"].dropna().astype(float)
-            summary[f"aopc_{kind}_{name}_mean"] = float(values.mean()) if len(values) else float("nan")
+    summary = column_means(
+        rows, [*(f"aopc_{kind}_{name}" for name in RANKINGS for kind in KINDS), "integrated_gradients_gap"]
+    )
     gap = rows["integrated_gradients_gap"].dropna().astype(float)
-    summary["integrated_gradients_gap_mean"] = float(gap.mean()) if len(gap) else float("nan")
     summary["integrated_gradients_gap_max"] = float(gap.max()) if len(gap) else float("nan")
     return summary
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, object_column
+from gridlab.analyses.common import SharedPass, column_means, object_column
 from gridlab.analyses.importance.scores import RankingScores, applicable, ranking_scores
 from gridlab.analyses.importance_correlation import kendall
 from gridlab.analyses.ranking import order_of_ranks, tie_ranks
@@ -144,11 +144,7 @@ def _nullable(values: torch.Tensor) -> np.ndarray:
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model and pair: the mean tau-b and the mean top-k overlap (NaN for pairs not computed)."""
-    summary: dict[str, float] = {}
-    for name in SCHEMA.names:
-        values = rows[name].dropna().astype(float)
-        summary[f"{name}_mean"] = float(values.mean()) if len(values) else float("nan")
-    return summary
+    return column_means(rows, SCHEMA.names)
 
 
 class RankingAgreement(InstanceAnalysis[RankingAgreementParams]):

@@ -47,7 +47,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, decode_many
+from gridlab.analyses.common import SharedPass, column_means, decode_many
 from gridlab.analyses.importance import (
     input_gradient,
     instance_rows,
@@ -261,11 +261,7 @@ def _stacked(values: list[torch.Tensor], empty: tuple[int, ...]) -> torch.Tensor
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model, the mean of each column over the instances where it is defined (NaN if nowhere)."""
-    summary: dict[str, float] = {}
-    for name in SCHEMA.names:
-        values = rows[name].dropna().astype(float)
-        summary[f"{name}_mean"] = float(values.mean()) if len(values) else float("nan")
-    return summary
+    return column_means(rows, SCHEMA.names)
 
 
 class SparsityImportance(InstanceAnalysis[NoParams]):
