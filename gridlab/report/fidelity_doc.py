@@ -152,7 +152,7 @@ def fidelity_document(
         "",
     ]
     for result, grid, (spent, on) in zip(results, grids, times):
-        when = f" (measured {on}, in runs not in this results folder)" if on else ""
+        when = f" (measured {on}, in runs of which this results folder holds fewer trials)" if on else ""
         parts += [
             grid_markdown(result, level=2, tolerances=False).rstrip(),
             "",
