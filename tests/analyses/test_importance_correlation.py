@@ -178,6 +178,23 @@ def test_gradient_is_the_derivative_of_scaling_the_embedding(datasets):
         assert float(g[b, t]) == pytest.approx(abs(ys[0] - ys[1]) / (2 * eps), rel=1e-5, abs=1e-12)
 
 
+def test_a_changed_model_gets_its_own_projection_table(datasets):
+    # The BiLSTM path reads W_ih e from a per-model table: weights changed in place (an optimiser step)
+    # must give the gradient of the new weights, as a fresh copy of the changed model computes it.
+    model, data = model_of(datasets, "flat", "lstm")
+    batch = batch_of(rows_of(data, count=4), "flat")
+    before = gradient_importance(model, batch, forward_once(model, batch))
+    for weight in (model.embedding.weight, model.encoder.rnn.weight_ih_l0_reverse):
+        with torch.no_grad():
+            weight.mul_(1.5)
+        shared = forward_once(model, batch)
+        changed = gradient_importance(model, batch, shared)
+        fresh = copy.deepcopy(model)
+        assert not torch.allclose(changed, before)
+        torch.testing.assert_close(changed, gradient_importance(fresh, batch, forward_once(fresh, batch)))
+        before = changed
+
+
 @pytest.mark.parametrize(
     ("encoder", "variant"),
     [("lstm", "jain_wallace"), ("cnn", "jain_wallace"), ("cnn", "serrano_smith"), ("average", "jain_wallace")],
