@@ -63,4 +63,9 @@ class Attention(nn.Module):
             return uniform(mask)
         if self.mode == "random":
             return random_weights(mask)
-        return project(self.scores(h, query), mask, self.spec.projection, self.spec.lam)
+        return self.from_scores(self.scores(h, query), mask)
+
+    def from_scores(self, scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T) weights of learned attention from its `scores`: a caller that knows most of the scores
+        already (leave-one-out reuses the full pass's) computes only the rest."""
+        return project(scores, mask, self.spec.projection, self.spec.lam)

@@ -23,6 +23,7 @@ from gridlab.analyses.importance import (
     gradient_importance,
     leave_one_out,
     leave_one_out_probs,
+    recurrent,
     reference_gradient_importance,
     reference_leave_one_out,
     tvd_beside,
@@ -218,6 +219,36 @@ def test_leave_one_out_equals_the_instance_rebuilt_without_the_token(datasets, e
             expected = torch.softmax(model(collate(alone)), -1)[0]
         torch.testing.assert_close(probs[b, t + 1], expected, rtol=0, atol=1e-6)  # slot t + 1: after <sos>
         assert float(d[b, t + 1]) == pytest.approx(float(tvd(expected, shared.probs[b])), abs=1e-6)
+
+
+def test_leave_one_out_of_long_rows_rejoins_the_full_pass_within_rounding(datasets, monkeypatch):
+    # Rows of 150, 110 and 70 tokens: a resumed run stops once its state is back on the full pass's
+    # (`recurrent._Resumed`); the outputs equal the instance rebuilt without the token, and runs did stop.
+    model, data = model_of(datasets, "flat", "lstm")
+    generator = torch.Generator().manual_seed(0)
+    lengths = [150, 110, 70]
+    rows = {
+        "ids": [torch.randint(4, model.embedding.num_embeddings, (n,), generator=generator).tolist() for n in lengths],
+        "label": [0, 1, 0],
+        "instance_id": [0, 1, 2],
+    }
+    stopped_early = []
+    resumed_init = recurrent._Resumed.__init__
+
+    def spy(self, direction, rows, gaps, lengths):
+        resumed_init(self, direction, rows, gaps, lengths)
+        stopped_early.append(int((self.steps[self.rank] < lengths - 1 - gaps).sum()))
+
+    monkeypatch.setattr(recurrent._Resumed, "__init__", spy)
+    shared = forward_once(model, batch_of(rows, "flat"))
+    probs = leave_one_out_probs(model, shared.batch, shared)
+    assert sum(stopped_early) > 0.5 * sum(lengths) * 2  # most of both directions' runs stopped early
+    for b, tokens in enumerate(rows["ids"]):
+        for t in range(0, len(tokens), 7):
+            alone = {"ids": [tokens[:t] + tokens[t + 1 :]], "label": [0], "instance_id": [b]}
+            with torch.no_grad():
+                expected = torch.softmax(model(collate(alone)), -1)[0]
+            torch.testing.assert_close(probs[b, t + 1], expected, rtol=0, atol=1e-6)
 
 
 def test_kendall_is_scipy_tau_b_and_null_where_undefined():

@@ -17,7 +17,8 @@ is over the premise, the query is left as it is), sentences for hierarchical (HA
 - `leave_one_out.py`: the leave-one-out importance and its outputs (generic path, and the dispatch);
   `deletion.py`: a batch with one item deleted per row, by a shifted gather.
 - `local.py`: leave-one-out for local encoders (CNN, average, no encoder) with learned attention.
-- `recurrent.py`: leave-one-out for BiLSTM/BiGRU encoders, each direction resumed next to the gap.
+- `recurrent.py`: leave-one-out for BiLSTM/BiGRU encoders, each direction resumed next to the gap until it
+  rejoins the full pass.
 - `reference.py`: both measures one instance at a time, rebuilt with `collate` (the test oracles).
 
 The optimised paths serve flat and pair models; HAN, transformer encoders, uniform/random attention for local

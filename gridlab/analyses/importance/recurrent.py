@@ -2,7 +2,8 @@
 gap are the full pass's. Deleting token t leaves the forward states before t and the backward states after t
 as they were, so each direction resumes from its state next to the gap (L - 1 - t steps forward, t backward,
 instead of 2 (L - 1)), all deletions of a group stepping together, with the input projections of the full
-pass. Attention and decoding run on the assembled rows."""
+pass, and stops once it has rejoined the full pass's states (`_Resumed`). Attention scores again only the
+positions a run changed; decoding runs on the assembled rows."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from gridlab.models.classifier import (
 from gridlab.models.encoders import Recurrent
 
 RECURRENT_GROUP = 4  # resumed recurrences per group: RECURRENT_GROUP * chunk_elements states
+CHECK_EVERY = 4  # steps between two checks whether a resumed run has rejoined the full pass (`_Resumed`)
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,9 @@ def _recurrent_logits(
     part: slice,
 ) -> torch.Tensor:
     """(n, C) logits of the deletions `part` of a group: h assembled as `Recurrent.forward` returns it
-    (forward | backward, zero past the shortened length), then attention and the decoder."""
+    (forward | backward, zero past the shortened length), then attention and the decoder. Learned attention
+    scores again only the positions whose h the resumed runs changed (`_rescore`); the others keep the full
+    pass's scores."""
     width = int(lengths.max()) - 1  # the shortened rows
     j = torch.arange(width, device=rows.device)[None, :]  # (1, W) shortened positions
     hidden = forward.table.shape[1]
@@ -216,17 +220,61 @@ def _recurrent_logits(
     backward.states(part, lengths[:, None] - 2 - j, flat[:, hidden:])  # reading slot of shortened position j
     mask = with_pad_slot(shared.encoded.mask, False)[rows[:, None], shift_index(positions, width)]  # (n, W)
     query = None if shared.encoded.query is None else shared.encoded.query[rows]
-    return model.decode(h, model.attend(h, mask, query), query)
+    first = (positions - backward.steps_of(part)).clamp_min(0)  # (n,) the first position a run changed
+    end = (positions + forward.steps_of(part)).clamp_max(width)  # (n,) one past the last
+    if model.attention.mode != "learned" or int((end - first).max()) >= width:  # nothing to reuse
+        return model.decode(h, model.attend(h, mask, query), query)
+    scores = _full_scores(model, shared)[rows[:, None], shift_index(positions, width)]  # (n, W), shifted
+    _rescore(model, scores, h, query, first, end)
+    return model.decode(h, model.attention.from_scores(scores, mask), query)
+
+
+def _full_scores(model: AttentionClassifier, shared: SharedPass) -> torch.Tensor:
+    """(B, T + 1) the full pass's attention scores with a padding slot last, kept with the pass."""
+    if "leave_one_out_scores" not in shared.memo:
+        scores = model.attention.scores(shared.encoded.h, shared.encoded.query)
+        shared.memo["leave_one_out_scores"] = with_pad_slot(scores, 0.0)
+    return shared.memo["leave_one_out_scores"]
+
+
+def _rescore(
+    model: AttentionClassifier,
+    scores: torch.Tensor,
+    h: torch.Tensor,
+    query: torch.Tensor | None,
+    first: torch.Tensor,
+    end: torch.Tensor,
+) -> None:
+    """Score again, into scores (n, W), the shortened positions first .. end - 1 (n,) of each deletion:
+    those whose h (n, W, 2H) the resumed runs changed (the backward run's steps before the gap, the forward
+    run's from it on); elsewhere both halves of h are the full pass's. Scores are per position, so one
+    window as wide as the widest span is scored; its positions outside a deletion's own span keep the full
+    pass's score (written to a spare column, then dropped)."""
+    width = h.shape[1]
+    window = first[:, None] + torch.arange(int((end - first).max()), device=h.device)[None, :]  # (n, K)
+    changed = window < end[:, None]
+    window = window.clamp_max(width - 1)
+    rescored = model.attention.scores(h.gather(1, window[..., None].expand(-1, -1, h.shape[-1])), query)  # (n, K)
+    target = torch.where(changed, window, width)  # positions outside a span go to the spare column
+    spare = torch.cat([scores, scores.new_zeros(len(scores), 1)], dim=1)
+    spare.scatter_(1, target, rescored.to(scores.dtype))
+    scores.copy_(spare[:, :width])
 
 
 class _Resumed:
     """One direction resumed after the gaps of n deletions: row i lost reading slot gaps[i]; its slots before
     the gap are the full pass's, the rest come from resuming at slot gaps[i] - 1 over slots gaps[i] + 1 ..
-    L - 1.
+    L - 1, until the resumed state rejoins the full pass's.
 
-    The runs are sorted longest first, so the ones still running at step s are a prefix and each step is one
-    matmul on exactly them (as a packed sequence runs). Their states are written straight into one table
-    after the full pass's (time-major, a zero row last), from which `states` gathers h."""
+    The states after the gap read the same tokens as the full pass's, from a start that differs by the
+    deleted token's effect, which a trained recurrence forgets: within tens of steps the resumed h and c
+    agree with the full pass's at the same token to float rounding. A run stops once both lie within
+    `converged_within` of them (checked every `CHECK_EVERY` steps); from there on the full pass's states
+    stand in for it. Long rows thus cost about L x (steps to forget) instead of L^2 / 2 steps.
+
+    The runs are sorted longest first, so the ones still running at step s are a prefix of what has not
+    stopped; each step is one matmul on exactly them (as a packed sequence runs). Their states go into one
+    table after the full pass's (time-major, a zero row last), from which `states` gathers h."""
 
     def __init__(self, direction: _Direction, rows: torch.Tensor, gaps: torch.Tensor, lengths: torch.Tensor):
         n, b = len(rows), direction.h.shape[0] // direction.width
@@ -238,18 +286,47 @@ class _Resumed:
         table = direction.h.new_empty(full + len(running) * n + 1, hidden)  # full pass | step s of run r | 0
         table[:full] = direction.h
         table[-1] = 0.0
+        self.steps = remaining[order].clone()  # (n,) steps each run computed before it rejoined
+        tolerance = converged_within(direction.h.dtype)
+        place: torch.Tensor | None = None  # once a run has stopped: the places in `order` of those stepping
         h = direction.h.index_select(0, start - b)  # (n, H) the state before the gap
         c = None if direction.c is None else direction.c.index_select(0, start - b)  # (n, H), in place
         gates = direction.gates.new_empty(n, direction.gates.shape[1])  # (n, G) scratch
+        states = direction.h.new_empty(2, n, hidden)  # after a stop: a step reads one buffer, writes the other
         for s, active in enumerate(running):
             row = full + s * n
-            torch.index_select(direction.gates, 0, start[:active] + (s + 1) * b, out=gates[:active])
-            cell = None if c is None else c[:active]  # read before the step overwrites it
-            h, _ = direction.step(gates[:active], h[:active], cell, table[row : row + active], cell, scratch=True)
+            if place is None:  # every run with a step s is stepping: a prefix, written straight into the table
+                m, slots, out = active, start[:active] + (s + 1) * b, table[row : row + active]
+            else:  # the places still stepping that have a step s
+                m = int(torch.searchsorted(place, active))
+                if not m:
+                    break
+                place = place[:m]
+                slots, out = start[place] + (s + 1) * b, states[s % 2, :m]
+            torch.index_select(direction.gates, 0, slots, out=gates[:m])  # slots: the full pass's, same token
+            h, c = direction.step(
+                gates[:m], h[:m], None if c is None else c[:m], out, None if c is None else c[:m], scratch=True
+            )
+            if place is not None:
+                table.index_copy_(0, row + place, h)
+            if (s + 1) % CHECK_EVERY:
+                continue
+            rejoined = _within(h, direction.h.index_select(0, slots), tolerance)
+            if c is not None and direction.c is not None:
+                rejoined &= _within(c, direction.c.index_select(0, slots), tolerance)
+            if bool(rejoined.any()):
+                place = torch.arange(m, device=rows.device) if place is None else place
+                self.steps[place[rejoined]] = s + 1
+                place, h, c = place[~rejoined], h[~rejoined], None if c is None else c[~rejoined]
         self.rank = torch.empty_like(order)
         self.rank[order] = torch.arange(n, device=order.device)  # (n,) each row's place in `order`
         self.table, self.rows, self.gaps, self.lengths = table, rows, gaps, lengths
         self.n, self.b, self.full = n, b, full
+
+    def steps_of(self, part: slice) -> torch.Tensor:
+        """(m,) steps the runs of deletions `part` computed: their states differ from the full pass's on at
+        most that many slots after the gap."""
+        return self.steps[self.rank[part]]
 
     def states(self, part: slice, slots: torch.Tensor, out: torch.Tensor) -> None:
         """Write into out (m*W, H) (a view of h: one direction's half) the states of deletions `part` at their
@@ -257,6 +334,20 @@ class _Resumed:
         rows, gaps, lengths = self.rows[part, None], self.gaps[part, None], self.lengths[part, None]
         before = slots * self.b + rows  # (m, W)
         after = self.full + (slots - gaps).clamp_min(0) * self.n + self.rank[part, None]
-        index = torch.where(slots < gaps, before, after)
+        rejoined = (slots + 1) * self.b + rows  # the full pass's state at the same token
+        index = torch.where(slots - gaps < self.steps_of(part)[:, None], after, rejoined)
+        index = torch.where(slots < gaps, before, index)
         index = torch.where((slots < 0) | (slots > lengths - 2), len(self.table) - 1, index)  # padding
         torch.index_select(self.table, 0, index.reshape(-1), out=out)
+
+
+def converged_within(dtype: torch.dtype) -> float:
+    """How close a resumed state (h and c) must come to the full pass's for the run to stop, relative to
+    the larger of 1 and the state's size: 8 units of rounding, about where two float runs of the same
+    recurrence from different starts settle (they rarely meet bit for bit)."""
+    return 8 * torch.finfo(dtype).eps
+
+
+def _within(x: torch.Tensor, y: torch.Tensor, tolerance: float) -> torch.Tensor:
+    """(n,) rows of x (n, H) within tolerance of y's everywhere, relative to max(1, |y|)."""
+    return ((x - y).abs() / y.abs().clamp_min(1.0)).amax(1) <= tolerance
