@@ -7,7 +7,13 @@ JSDs) must agree within 1e-5, and the Kendall taus that near-tied importances mo
 
     GRIDLAB_DATA=../shared/data python bench/shard.py                        # SST and IMDB, 1000 instances
     python bench/shard.py --datasets imdb --instances 256 --repeats 1 --steps 100
+    python bench/shard.py --datasets imdb --before daec99d                   # against a revision's code
     python bench/analyses.py --end-to-end ...                                # the same, from the analyses bench
+
+`--before REV` adds the row that says what a change bought: the same shard, weights and instances run by
+the gridlab of git revision REV in file order (what gridlab did before shards were cut by length;
+daec99d is the last revision before issue 14) against this tree's gridlab in length order, each side in a
+worker process of its own (bench/shard_worker.py), rounds interleaved, rows compared as above.
 
 Model: the J&W BiLSTM (embeddings 300, hidden 128 per direction, additive attention), untrained weights
 sharpened as in bench/analyses.py so that decisions flip. Training: J&W's settings (Adam 1e-3, amsgrad,
@@ -18,7 +24,15 @@ a test.
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import os
+import pickle
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +103,10 @@ def run_shard(run: Setup, table: pa.Table, analyses: dict[str, dict], device: to
     return analyse_batches(iterate_batches(table, 32), run.model, chosen, contexts, [], (), device)
 
 
+def frames_of(analysed: AnalysedBatches, analyses: dict[str, dict]) -> dict[str, pd.DataFrame]:
+    return {analysis_id: rows_of(analysed, analysis_id) for analysis_id in analyses}
+
+
 def rows_of(analysed: AnalysedBatches, analysis_id: str) -> pd.DataFrame:
     common = {k: np.concatenate([c[k] for c in analysed.common]) for k in analysed.common[0]}
     specific = {
@@ -111,14 +129,15 @@ class Comparison:
     beyond: dict[str, tuple[float, int]]  # column -> (largest difference, rows) where it exceeds TOLERANCE
 
 
-def compare(first: AnalysedBatches, second: AnalysedBatches, analyses: dict[str, dict]) -> Comparison:
-    """The two orders' rows side by side, instance by instance. Values (TVDs, JSDs, ...) must agree within
-    float rounding; Kendall taus can move more: an instance's importances that lie within float noise of
-    each other may rank either way in another batch shape (gridlab.analyses.ranking, "What it cannot do")."""
+def compare(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame]) -> Comparison:
+    """Two runs' rows (per analysis, sorted by instance) side by side, instance by instance. Values (TVDs,
+    JSDs, ...) must agree within float rounding; Kendall taus can move more: an instance's importances that
+    lie within float noise of each other may rank either way in another batch shape
+    (gridlab.analyses.ranking, "What it cannot do")."""
     value, column_of_value, rank, rank_rows, rows = 0.0, "", 0.0, set(), 0
     beyond: dict[str, tuple[float, int]] = {}
-    for analysis_id in analyses:
-        a, b = rows_of(first, analysis_id), rows_of(second, analysis_id)
+    for analysis_id, a in first.items():
+        b = second[analysis_id]
         assert list(a["instance_id"]) == list(b["instance_id"])
         rows = len(a)
         for column in a.columns:
@@ -174,7 +193,7 @@ def time_shards(run: Setup, instances: int, analyses: dict[str, dict], repeats: 
             started = time.perf_counter()
             results[order] = run_shard(run, tables[order], analyses, device)
             seconds[order].append(time.perf_counter() - started)
-    agreement = compare(results["file"], results["length"], analyses)
+    agreement = compare(frames_of(results["file"], analyses), frames_of(results["length"], analyses))
     efficiency = {o: results[o].real_tokens / results[o].padded_tokens for o in ORDERS}
     encoder = {o: results[o].encoder_seconds / statistics.median(seconds[o]) for o in ORDERS}
     return {
@@ -184,6 +203,70 @@ def time_shards(run: Setup, instances: int, analyses: dict[str, dict], repeats: 
         "encoder": encoder,
         "rounds": seconds,
     }
+
+
+def time_against_revision(run: Setup, instances: int, analyses: dict[str, dict], repeats: int, revision: str, args):
+    """The shard run by revision's gridlab in file order and by this tree's in length order, each in a worker
+    (bench/shard_worker.py) on the same weights and instances, rounds interleaved: seconds and rows."""
+    here = Path(__file__).resolve().parent
+    split = run.data.splits["test"]
+    positions = sample_rows(split.num_rows, instances)  # file order
+    lengths = sequence_lengths(split.take(pa.array(positions)))
+    orders = {"before": positions, "after": positions[analysis_order(lengths)]}
+    seconds: dict[str, list[float]] = {side: [] for side in orders}
+    frames: dict[str, dict[str, pd.DataFrame]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        archive = subprocess.run(
+            ["git", "-C", str(here.parent), "archive", "--format=tar", revision, "gridlab"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(folder / "before", filter="data")
+        code = {"before": folder / "before", "after": here.parent}
+        torch.save(run.model.state_dict(), folder / "model.pt")
+        for side, order in orders.items():
+            np.save(folder / f"{side}.npy", order)
+        for _ in range(repeats):
+            for side in orders:  # interleaved: both sides see about the same load
+                out = folder / f"{side}.pkl"
+                command = [
+                    sys.executable, str(here / "shard_worker.py"), "--dataset", run.dataset,
+                    "--rows", str(folder / f"{side}.npy"), "--weights", str(folder / "model.pt"),
+                    "--analyses", json.dumps(analyses), "--out", str(out), "--data-dir", str(args.data_dir),
+                    "--cache", str(args.cache), "--threads", str(args.threads),
+                ]  # fmt: skip
+                subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": str(code[side])})
+                with out.open("rb") as file:
+                    result = pickle.load(file)
+                seconds[side].append(result["seconds"])
+                frames[side] = _worker_frames(result)
+    efficiency = {side: padding_efficiency(sequence_lengths(split.take(pa.array(o)))) for side, o in orders.items()}
+    return {
+        "seconds": {side: statistics.median(s) for side, s in seconds.items()},
+        "agreement": compare(frames["before"], frames["after"]),
+        "efficiency": efficiency,
+    }
+
+
+def _worker_frames(result: dict) -> dict[str, pd.DataFrame]:
+    return {
+        analysis_id: pd.DataFrame({"instance_id": result["instance_id"], **{k: list(v) for k, v in columns.items()}})
+        .sort_values("instance_id")
+        .reset_index(drop=True)
+        for analysis_id, columns in result["rows"].items()
+    }
+
+
+def padding_efficiency(lengths: np.ndarray, batch_size: int = 32) -> float:
+    """Real over padded tokens (<sos>/<eos> counted) of batches of `batch_size` cut in the given order."""
+    tokens = lengths + 2
+    padded = sum(
+        int(tokens[i : i + batch_size].max()) * len(tokens[i : i + batch_size])
+        for i in range(0, len(tokens), batch_size)
+    )
+    return float(tokens.sum()) / padded
 
 
 def time_epochs(run: Setup, batches: int | None, repeats: int, device: torch.device) -> dict[str, float]:
@@ -204,6 +287,13 @@ def time_epochs(run: Setup, batches: int | None, repeats: int, device: torch.dev
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
+def _report_beyond(agreement: Comparison) -> bool:
+    """Print each column that differs beyond TOLERANCE; whether there was one."""
+    for column, (difference, rows) in agreement.beyond.items():
+        print(f"{'':34} {column} differs by {difference:.1e} on {rows} of {agreement.rows} instances", flush=True)
+    return bool(agreement.beyond)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["sst", "imdb"])
@@ -214,11 +304,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cache", type=Path, default=Path("runs/cache"))
+    parser.add_argument("--before", metavar="REV", help="also time this git revision's gridlab (file order)")
     args = parser.parse_args(argv)
+    args.data_dir = resolve_data_dir(None)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     analyses = {**JW_SHARD, "adversarial": {**JW_SHARD["adversarial"], "steps": args.steps}}
-    data_dir = resolve_data_dir(None)
+    data_dir = args.data_dir
     print(
         f"device {device}, torch threads {args.threads}, median of {args.repeats} interleaved rounds; "
         f"J&W shard: {', '.join(analyses)} (adversary {args.steps} steps)"
@@ -244,9 +336,22 @@ def main(argv: list[str] | None = None) -> None:
             f"{agreement.rank_diff:.1e} (near-tied importances ranked either way)",
             flush=True,
         )
-        for column, (difference, rows) in agreement.beyond.items():
-            print(f"{'':34} {column} differs by {difference:.1e} on {rows} of {agreement.rows} instances", flush=True)
-        failed |= bool(agreement.beyond)
+        failed |= _report_beyond(agreement)
+        if args.before:
+            against = time_against_revision(run, n, analyses, args.repeats, args.before, args)
+            s, e, agreement = against["seconds"], against["efficiency"], against["agreement"]
+            print(
+                f"{f'  {args.before} (file) → now (length)':34} {n / s['before']:>8.1f}/s {n / s['after']:>9.1f}/s "
+                f"{s['before'] / s['after']:>8.2f}x {e['before']:>6.2f} → {e['after']:.2f} {'':>14} "
+                f"{agreement.value_diff:>11.1e}",
+                flush=True,
+            )
+            print(
+                f"{'':34} tau/p differ on {agreement.rank_rows} of {agreement.rows} instances, at most "
+                f"{agreement.rank_diff:.1e}",
+                flush=True,
+            )
+            failed |= _report_beyond(agreement)
         rates = time_epochs(run, args.train_batches, args.repeats, device)
         label = f"training epoch, {dataset} (tokens/s)"
         print(
