@@ -218,7 +218,7 @@ def time_against_revision(run: Setup, instances: int, analyses: dict[str, dict],
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         archive = subprocess.run(
-            ["git", "-C", str(here.parent), "archive", "--format=tar", revision, "gridlab"],
+            ["git", "-C", str(args.repo), "archive", "--format=tar", revision, "gridlab"],
             check=True,
             capture_output=True,
         ).stdout
@@ -305,6 +305,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cache", type=Path, default=Path("runs/cache"))
     parser.add_argument("--before", metavar="REV", help="also time this git revision's gridlab (file order)")
+    parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1], help="git repo of REV")
     args = parser.parse_args(argv)
     args.data_dir = resolve_data_dir(None)
     torch.set_num_threads(args.threads)
