@@ -42,12 +42,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import torch
+from shard_worker import jw_config  # beside this file
 
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.registry import IMPLEMENTATIONS
-from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
+from gridlab.config.schema import CellConfig
 from gridlab.data.batching import analysis_order, iterate_batches, sample_rows, sequence_lengths
-from gridlab.data.catalog import DATASETS
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.execution.runner import AnalysedBatches, analyse_batches
 from gridlab.grid.expand import resolve_data_dir
@@ -69,14 +69,7 @@ class Setup:
 
 
 def setup(dataset: str, data_dir: Path, cache: Path, device: torch.device) -> Setup:
-    config = CellConfig(
-        dataset=dataset,
-        encoder="lstm",
-        attention="additive",
-        model=ModelConfig(embedding_dim=300, hidden_size=128, attention_size=128),
-        train=TrainConfig(batch_size=32, lr=1e-3, amsgrad=True, weight_decay=1e-5, clip_norm=None),
-    )
-    config = config.model_copy(update={"data": config.data.resolve(DATASETS[dataset])})
+    config = jw_config(dataset)
     data = load_dataset(dataset, data_dir, cache, config.data)
     torch.manual_seed(0)
     model = build_model(config, data)
@@ -287,8 +280,13 @@ def time_epochs(run: Setup, batches: int | None, repeats: int, device: torch.dev
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
-def _report_beyond(agreement: Comparison) -> bool:
-    """Print each column that differs beyond TOLERANCE; whether there was one."""
+def _report_agreement(agreement: Comparison) -> bool:
+    """Print how the taus moved and each column that differs beyond TOLERANCE; whether there was one."""
+    print(
+        f"{'':34} tau/p differ on {agreement.rank_rows} of {agreement.rows} instances, at most "
+        f"{agreement.rank_diff:.1e} (near-tied importances ranked either way)",
+        flush=True,
+    )
     for column, (difference, rows) in agreement.beyond.items():
         print(f"{'':34} {column} differs by {difference:.1e} on {rows} of {agreement.rows} instances", flush=True)
     return bool(agreement.beyond)
@@ -311,7 +309,6 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     analyses = {**JW_SHARD, "adversarial": {**JW_SHARD["adversarial"], "steps": args.steps}}
-    data_dir = args.data_dir
     print(
         f"device {device}, torch threads {args.threads}, median of {args.repeats} interleaved rounds; "
         f"J&W shard: {', '.join(analyses)} (adversary {args.steps} steps)"
@@ -322,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     failed = False
     for dataset in args.datasets:
-        run = setup(dataset, data_dir, args.cache, device)
+        run = setup(dataset, args.data_dir, args.cache, device)
         n = min(args.instances, run.data.splits["test"].num_rows)
         shard = time_shards(run, n, analyses, args.repeats, device)
         s, e, c, agreement = shard["seconds"], shard["efficiency"], shard["encoder"], shard["agreement"]
@@ -332,12 +329,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{c['file']:>6.0%} → {c['length']:.0%} {agreement.value_diff:>11.1e}",
             flush=True,
         )
-        print(
-            f"{'':34} tau/p differ on {agreement.rank_rows} of {agreement.rows} instances, at most "
-            f"{agreement.rank_diff:.1e} (near-tied importances ranked either way)",
-            flush=True,
-        )
-        failed |= _report_beyond(agreement)
+        failed |= _report_agreement(agreement)
         if args.before:
             against = time_against_revision(run, n, analyses, args.repeats, args.before, args)
             s, e, agreement = against["seconds"], against["efficiency"], against["agreement"]
@@ -347,12 +339,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{agreement.value_diff:>11.1e}",
                 flush=True,
             )
-            print(
-                f"{'':34} tau/p differ on {agreement.rank_rows} of {agreement.rows} instances, at most "
-                f"{agreement.rank_diff:.1e}",
-                flush=True,
-            )
-            failed |= _report_beyond(agreement)
+            failed |= _report_agreement(agreement)
         rates = time_epochs(run, args.train_batches, args.repeats, device)
         label = f"training epoch, {dataset} (tokens/s)"
         print(

@@ -46,7 +46,7 @@ def test_bench_profiles_a_row_on_request():
 def test_the_end_to_end_rows_run_both_orders_on_real_data(data_dir: Path, tmp_path: Path):
     command = [sys.executable, str(REPO / "bench" / "analyses.py"), "--end-to-end", "--datasets", "sst"]
     command += ["--instances", "40", "--steps", "5", "--repeats", "1", "--train-batches", "3", "--threads", "1"]
-    command += ["--cache", str(tmp_path / "cache")]
+    command += ["--cache", str(tmp_path / "cache"), "--before", "HEAD"]  # HEAD's gridlab in a worker, file order
     environment = {**os.environ, "GRIDLAB_DATA": str(data_dir)}
     output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600, env=environment).stdout
     shard = next(line for line in output.splitlines() if line.startswith("J&W shard, sst, 40 instances"))
@@ -54,4 +54,8 @@ def test_the_end_to_end_rows_run_both_orders_on_real_data(data_dir: Path, tmp_pa
     assert file_rate > 0 and length_rate > 0
     before, after = (float(x) for x in re.search(r"([\d.]+) → ([\d.]+)", shard).groups())
     assert 0 < before <= after <= 1  # length order never pads more than file order
+    against = next(line for line in output.splitlines() if line.strip().startswith("HEAD (file) → now (length)"))
+    head_rate, now_rate = (float(x) for x in re.findall(r"([\d.]+)/s", against))
+    assert head_rate > 0 and now_rate > 0
+    assert float(against.split()[-1]) <= 1e-5  # the same rows from both workers
     assert any(line.startswith("training epoch, sst") for line in output.splitlines())
