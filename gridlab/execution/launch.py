@@ -129,6 +129,7 @@ def _launch(
         dispatcher = AnalysisDispatcher(grid, emit, status) if grid.analyses else None
         try:
             report = _train(grid, pending, force, emit, dispatcher, tracker, status)
+            tracker.finish_published(_published(grid))
             if dispatcher is not None:
                 analyses = run_analyses(grid, emit, dispatcher=dispatcher)
                 summarize(grid, tracker, emit)
@@ -221,6 +222,13 @@ def _train(
         failed={i: s.failure_reason() or "" for i, s in folders.items() if s.state() == "failed"},
         skipped=len(grid.cells) - len(pending),
     )
+
+
+def _published(grid: ExpandedGrid) -> dict[str, Path]:
+    """The grid's trained cells and their model folders."""
+    store = ModelStore(grid.workspace.models)
+    folders = {c.id: store.cell(c.id) for c in grid.cells}
+    return {cell_id: folder.path for cell_id, folder in folders.items() if folder.state() == "trained"}
 
 
 def _verify_data(grid: ExpandedGrid, cells: list[Cell]) -> None:

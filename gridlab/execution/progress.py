@@ -17,7 +17,7 @@ from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
 from gridlab.store.remote import portable, resolved
 from gridlab.tracking.journal import TrackingJournal
-from gridlab.tracking.runs import Tracker, flatten
+from gridlab.tracking.runs import Tracker, final_metrics, flatten
 
 # The live status of a running trial or of the analyses, by key (a cell id, "analyses"); None drops it. A
 # terminal shows these as rows redrawn in place (`cli.output.LiveBoard`); without one, lines are printed.
@@ -96,11 +96,7 @@ class GridProgress(tune.Callback):
             return
         with trial.checkpoint.as_directory() as folder:
             published = self._publish(cell_id, Path(folder))
-        final = {
-            k: v
-            for k, v in result.items()
-            if k.startswith(("test_", "best_")) or k in ("epochs_trained", "resumed_from_epoch")
-        }
+        final = final_metrics(result)
         self.tracker.finish_cell(cell_id, final, published)
         summary = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k.startswith("test_"))
         self._set(cell_id, "trained", f"{summary} (best epoch {result.get('best_epoch')})")

@@ -54,15 +54,17 @@ class TrackingJournal:
         write_json(self.sent_file, {"sent": count})
 
     def unsent(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(index, record) of every record not sent yet, in the order they were written. A last line cut off
-        by a crash mid-write is skipped: the record it held was never acted on."""
+        """(index, record) of every record not sent yet, in the order they were written."""
+        start = self.sent()
+        return ((index, record) for index, record in self.written() if index >= start)
+
+    def written(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(index, record) of every record, in the order they were written. A last line cut off by a crash
+        mid-write is skipped: the record it held was never acted on."""
         if not self.records.is_file():
             return
-        start = self.sent()
         with open(self.records, encoding="utf-8") as stream:
             for index, line in enumerate(stream):
-                if index < start:
-                    continue
                 try:
                     yield index, json.loads(line)
                 except json.JSONDecodeError:

@@ -49,6 +49,16 @@ HTTP_SETTINGS = {
 }
 
 
+def final_metrics(result: dict[str, Any]) -> dict[str, float]:
+    """What a finished cell's run gets at its best epoch: test and best-epoch metrics, epochs trained, and
+    the epoch training resumed from (a trial's last result, or the metrics.json it published)."""
+    return {
+        k: v
+        for k, v in result.items()
+        if k.startswith(("test_", "best_")) or k in ("epochs_trained", "resumed_from_epoch")
+    }
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -118,6 +128,23 @@ class Tracker:
         """The final (test) metrics, logged at the epoch whose weights they measure, and the cell's files."""
         self.log_epoch(cell_id, int(metrics.get("best_epoch", 0)), metrics)
         self._record(op="finish", cell_id=cell_id, folder=portable(folder))  # sent, maybe, from another machine
+
+    def finish_published(self, published: dict[str, Path]) -> list[str]:
+        """Finish the runs of published cells (cell id -> its model folder) whose finish was never recorded:
+        a driver killed after publishing a cell and before recording its finish leaves the cell trained,
+        which no later launch trains again, and its run open. Their final metrics come from the folder's
+        metrics.json. Returns the cells finished here."""
+        open_cells: set[str] = set()
+        for _, record in self.journal.written():
+            if record["op"] == "cell":
+                open_cells.add(record["cell_id"])
+            elif record["op"] in ("finish", "fail", "supersede"):
+                open_cells.discard(record["cell_id"])
+        finished = sorted(open_cells & published.keys())
+        for cell_id in finished:
+            folder = published[cell_id]
+            self.finish_cell(cell_id, final_metrics(json.loads((folder / CellFiles.METRICS).read_text())), folder)
+        return finished
 
     def fail_cell(self, cell_id: str, reason: str) -> None:
         self._record(op="fail", cell_id=cell_id, reason=reason[:5000])

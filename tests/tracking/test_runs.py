@@ -89,3 +89,28 @@ def test_a_launch_begun_before_the_journal_resumes_with_it(tmp_path: Path):
     progress.tracker.end_launch(progress.launch_key, 1, 0)
     assert progress.tracker.deliver() == 0
     assert client.get_run(parent).info.status == "FINISHED"
+
+
+def test_a_cell_published_without_its_finish_is_finished_by_the_next_launch(tmp_path: Path):
+    # A driver killed after publishing a cell and before recording its finish leaves the cell trained (no
+    # launch trains it again) and its run open: `finish_published` closes it from the folder's metrics.json.
+    journal = TrackingJournal(tmp_path / "tracking")
+    tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "g", journal)
+    launch = tracker.start_launch(pending=3)
+    folders = {}
+    for cell_id in ("lost", "finished", "unpublished"):
+        tracker.cell_run(cell_id, {}, {}, launch)
+        folders[cell_id] = tmp_path / cell_id
+        folders[cell_id].mkdir()
+        metrics = {"test_accuracy": 0.8, "best_epoch": 2, "epochs_trained": 3, "device": "cpu", "final": True}
+        (folders[cell_id] / "metrics.json").write_text(json.dumps(metrics))
+    tracker.finish_cell("finished", {"test_accuracy": 0.7, "best_epoch": 1}, folders["finished"])
+    published = {cell_id: folders[cell_id] for cell_id in ("lost", "finished")}
+
+    assert tracker.finish_published(published) == ["lost"]
+    status = {c: tracker.client.get_run(tracker.run_id(c)).info.status for c in folders}
+    assert status == {"lost": "FINISHED", "finished": "FINISHED", "unpublished": "RUNNING"}
+    lost = tracker.client.get_run(tracker.run_id("lost")).data.metrics
+    assert lost == {"test_accuracy": 0.8, "best_epoch": 2, "epochs_trained": 3}
+    assert [m.value for m in tracker.client.get_metric_history(tracker.run_id("finished"), "test_accuracy")] == [0.7]
+    assert tracker.finish_published(published) == []  # once
