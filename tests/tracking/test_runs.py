@@ -95,7 +95,7 @@ def test_a_cell_published_without_its_finish_is_finished_by_the_next_launch(tmp_
     # A driver killed after publishing a cell and before recording its finish leaves the cell trained (no
     # launch trains it again) and its run open: `finish_published` closes it from the folder's metrics.json.
     journal = TrackingJournal(tmp_path / "tracking")
-    tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "g", journal)
+    tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "g", journal, artifact_root=tmp_path / "artifacts")
     launch = tracker.start_launch(pending=3)
     folders = {}
     for cell_id in ("lost", "finished", "unpublished"):
