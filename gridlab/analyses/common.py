@@ -19,8 +19,15 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gridlab.analyses.bilstm import BiLstmPass, premise_bilstm
 from gridlab.data.batching import Batch
-from gridlab.models.classifier import AttentionClassifier, Encoded, FlatClassifier, HierarchicalClassifier
+from gridlab.models.classifier import (
+    AttentionClassifier,
+    Encoded,
+    FlatClassifier,
+    HierarchicalClassifier,
+    PairClassifier,
+)
 
 LN2 = math.log(2.0)
 EPS = 1e-12
@@ -38,6 +45,8 @@ class SharedPass:
     pred: torch.Tensor  # (B,)
     # what the shard's analyses derive from this pass and share, e.g. a ranking's scores (importance.scores)
     memo: dict = field(default_factory=dict, compare=False, repr=False)
+    # a BiLSTM premise encoder's every gate and cell where the pass was its written-out scan (`bilstm.py`)
+    lstm: BiLstmPass | None = field(default=None, compare=False, repr=False)
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -46,12 +55,21 @@ class SharedPass:
 
 
 @torch.no_grad()
-def forward_once(model: AttentionClassifier, batch: Batch) -> SharedPass:
-    encoded = model.encode(batch)
+def forward_once(model: AttentionClassifier, batch: Batch, scan: bool | None = None) -> SharedPass:
+    """The batch's shared pass. A BiLSTM premise encoder runs as the written-out scan where `scan` (by default
+    on a CPU), keeping its gates for the gradient and leave-one-out (`bilstm.py`); on an accelerator
+    `nn.LSTM`'s fused kernel is the faster pass, and they rebuild the gates from its states."""
+    lstm = None
+    if premise_bilstm(model) is not None and (model.embedding.weight.device.type == "cpu" if scan is None else scan):
+        assert isinstance(model, (FlatClassifier, PairClassifier))
+        lstm = BiLstmPass.scan(model, batch)
+        encoded = model.encode(batch, premise=lstm.h())
+    else:
+        encoded = model.encode(batch)
     alpha = model.attend(encoded.h, encoded.mask, encoded.query)
     logits = model.decode(encoded.h, alpha, encoded.query)
     probs = torch.softmax(logits, dim=-1)
-    return SharedPass(batch, encoded, alpha, logits, probs, probs.argmax(-1))
+    return SharedPass(batch, encoded, alpha, logits, probs, probs.argmax(-1), lstm=lstm)
 
 
 def object_column(values: list) -> np.ndarray:

@@ -70,6 +70,11 @@ class AttentionClassifier(nn.Module, ABC):
     def output(self, context: torch.Tensor, query: torch.Tensor | None) -> torch.Tensor:
         """(B, m) context [and (B, q) query] -> (B, C) logits."""
 
+    def _premise(self, batch: Batch, embedded: torch.Tensor | None) -> torch.Tensor:
+        """(B, T, m) the encoder over the (given or looked-up) embeddings of a flat token sequence."""
+        x = self.dropout(self.embed(batch) if embedded is None else embedded)
+        return self.encoder(x, batch.lengths, batch.ids != PAD_ID)
+
     def attend(self, h: torch.Tensor, mask: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
         return self.attention(h, mask, query)
 
@@ -111,9 +116,12 @@ class FlatClassifier(AttentionClassifier):
         self.dropout = nn.Dropout(sizes.dropout)
         self.classifier = nn.Linear(encoder.output_dim, sizes.classes)
 
-    def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
-        x = self.dropout(self.embed(batch) if embedded is None else embedded)
-        h = self.encoder(x, batch.lengths, batch.ids != PAD_ID)
+    def encode(
+        self, batch: Batch, embedded: torch.Tensor | None = None, premise: torch.Tensor | None = None
+    ) -> Encoded:
+        """`premise` (B, T, m) stands for the encoder's output where it was computed elsewhere (the analyses'
+        written-out BiLSTM, `analyses/bilstm.py`)."""
+        h = premise if premise is not None else self._premise(batch, embedded)
         return Encoded(h, batch.mask)
 
     def output(self, context, query):
@@ -132,9 +140,11 @@ class PairClassifier(AttentionClassifier):
         self.query_layer = nn.Linear(query_encoder.output_dim, sizes.attention, bias=False)
         self.classifier = nn.Linear(sizes.attention, sizes.classes)
 
-    def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
-        x = self.dropout(self.embed(batch) if embedded is None else embedded)
-        h = self.encoder(x, batch.lengths, batch.ids != PAD_ID)
+    def encode(
+        self, batch: Batch, embedded: torch.Tensor | None = None, premise: torch.Tensor | None = None
+    ) -> Encoded:
+        """`premise` as `FlatClassifier.encode`'s."""
+        h = premise if premise is not None else self._premise(batch, embedded)
         if batch.query_ids is None or batch.query_lengths is None:
             raise ValueError("a pair model needs batches with a query (query_ids, query_lengths)")
         query_tokens = batch.query_ids != PAD_ID

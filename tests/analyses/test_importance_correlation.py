@@ -18,6 +18,7 @@ from torch import nn
 
 from gridlab.analyses import importance_correlation
 from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.bilstm import shared_lstm
 from gridlab.analyses.common import forward_once, tvd
 from gridlab.analyses.importance import (
     gradient_importance,
@@ -194,6 +195,27 @@ def test_a_changed_model_gets_its_own_projection_table(datasets):
         assert not torch.allclose(changed, before)
         torch.testing.assert_close(changed, gradient_importance(fresh, batch, forward_once(fresh, batch)))
         before = changed
+
+
+@pytest.mark.parametrize("architecture", ["flat", "pair"])
+def test_the_written_out_bilstm_pass_is_nn_lstms(datasets, architecture):
+    # A CPU's shared pass is the written-out scan, an accelerator's nn.LSTM's fused kernel with the gates
+    # rebuilt from its states: both must be the same recurrence, and the analyses must not tell them apart.
+    model, data = model_of(datasets, architecture, "lstm")
+    batch = batch_of(rows_of(data), architecture)
+    scanned, fused = forward_once(model, batch, scan=True), forward_once(model, batch, scan=False)
+    assert scanned.lstm is not None and fused.lstm is None
+    torch.testing.assert_close(scanned.encoded.h, fused.encoded.h, rtol=0, atol=1e-6)
+    torch.testing.assert_close(scanned.probs, fused.probs, rtol=0, atol=1e-6)
+    rebuilt = shared_lstm(model, fused)
+    inside = scanned.lstm.inside.t()[:, None, :, None]  # (Tw, 1, B, 1): steps past a row are never read
+    for name in ("gates", "tanh_cells", "states", "cells"):
+        ours, theirs = getattr(scanned.lstm, name), getattr(rebuilt, name)
+        if name in ("states", "cells"):  # zero before the first step
+            ours, theirs = ours[1:], theirs[1:]
+        torch.testing.assert_close(ours * inside, theirs * inside, rtol=0, atol=1e-6)
+    for analysis in (gradient_importance, leave_one_out):
+        torch.testing.assert_close(analysis(model, batch, scanned), analysis(model, batch, fused), rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from gridlab.analyses.common import forward_once
+from gridlab.analyses.importance import gradient_importance, leave_one_out
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.config import DataConfig
@@ -38,3 +40,23 @@ def test_cuda_matches_cpu_and_trains(tmp_path: Path, encoder: str, projection: s
     fit(model, data, config, cuda)
     assert next(model.parameters()).is_cuda
     assert 0.0 <= evaluate(model, data.splits["test"], cuda)["accuracy"] <= 1.0
+
+
+def test_cuda_bilstm_gradient_and_leave_one_out_match_the_cpu_scan(tmp_path: Path):
+    # A CPU's shared pass is the written-out BiLSTM scan; CUDA's is nn.LSTM's fused kernel with the gates
+    # rebuilt from its states on first use (analyses/bilstm.py): the analyses must agree across both.
+    data = load_dataset("synthetic", tmp_path, tmp_path / "c", DataConfig(synthetic=SyntheticConfig(n_train=64)))
+    config = CellConfig(
+        dataset="synthetic", encoder="lstm", model=ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16)
+    )
+    model = build_model(config, data).eval()
+    batch = next(iterate_batches(data.splits["test"], 32))
+    on_cpu = forward_once(model, batch)
+    assert on_cpu.lstm is not None
+    expected = (gradient_importance(model, batch, on_cpu), leave_one_out(model, batch, on_cpu))
+    cuda = torch.device("cuda")
+    model, batch = model.to(cuda), batch.to(cuda)
+    shared = forward_once(model, batch)
+    assert shared.lstm is None
+    for analysis, values in zip((gradient_importance, leave_one_out), expected, strict=True):
+        torch.testing.assert_close(analysis(model, batch, shared).cpu(), values, atol=1e-4, rtol=1e-4)

@@ -13,7 +13,8 @@ is over the premise, the query is left as it is), sentences for hierarchical (HA
 
 - `gradient.py`: the gradient importance, alpha held constant (generic autograd path);
   `prediction.py`: d y / d logits, exact when y rounds to 1.
-- `lstm_backward.py`: a BiLSTM premise encoder's backward written out to the gates (the gradient's fast path).
+- `lstm_backward.py`: a BiLSTM premise encoder's backward written out to the gates from the shared pass's kept
+  gates (`analyses/bilstm.py`; the gradient's fast path).
 - `leave_one_out.py`: the leave-one-out importance and its outputs (generic path, and the dispatch);
   `deletion.py`: a batch with one item deleted per row, by a shifted gather.
 - `local.py`: leave-one-out for local encoders (CNN, average, no encoder) with learned attention.

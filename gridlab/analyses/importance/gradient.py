@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import torch
 
+from gridlab.analyses.bilstm import premise_bilstm
 from gridlab.analyses.common import SharedPass
-from gridlab.analyses.importance.lstm_backward import _bilstm, _LstmBackward
+from gridlab.analyses.importance.lstm_backward import _LstmBackward
 from gridlab.analyses.importance.prediction import prediction_gradient
 from gridlab.data.batching import Batch
 from gridlab.models.classifier import AttentionClassifier
@@ -30,9 +31,8 @@ def input_gradient(model: AttentionClassifier, batch: Batch, shared: SharedPass)
     """(gradient, embedded), both the shape of `model.embed(batch)`: d y / d e with alpha = `shared.alpha`
     held constant and y the probability of `shared.pred`. One backward for the batch (written out for a
     BiLSTM premise encoder, `_LstmBackward`)."""
-    if _bilstm(model) is not None:
-        backward = _LstmBackward.of(model, batch, shared)
-        return backward.input_gradient(), backward.embedded
+    if premise_bilstm(model) is not None:
+        return _LstmBackward.of(model, shared).input_gradient(), model.embed(batch).detach()
     with torch.enable_grad():
         embedded = model.embed(batch).detach().requires_grad_(True)
         encoded = model.encode(batch, embedded=embedded)
@@ -46,8 +46,8 @@ def input_gradient(model: AttentionClassifier, batch: Batch, shared: SharedPass)
 def gradient_importance(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> torch.Tensor:
     """(B, T) g_t = |grad_{e_t} y . e_t| per attention item (summed over a HAN sentence's words before the
     absolute value), 0 outside `shared.encoded.mask`."""
-    if _bilstm(model) is not None:  # e_t . (W_ih^T d gates_t) = (W_ih e_t) . d gates_t: no input gradient needed
-        return _LstmBackward.of(model, batch, shared).contributions().abs() * shared.encoded.mask
+    if premise_bilstm(model) is not None:  # e_t . (W_ih^T d gates_t) = (W_ih e_t) . d gates_t: no input gradient
+        return _LstmBackward.of(model, shared).contributions().abs() * shared.encoded.mask
     gradient, embedded = input_gradient(model, batch, shared)
     mask = shared.encoded.mask
     contributions = (gradient * embedded).sum(-1)  # (B, T) tokens, or (B, S, W) words of sentences

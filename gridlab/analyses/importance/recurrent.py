@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from gridlab.analyses.bilstm import BiLstmPass, lstm_step, premise_bilstm, shared_lstm
 from gridlab.analyses.common import SharedPass
 from gridlab.analyses.importance.deletion import shift_index, with_pad_slot
 from gridlab.data.batching import Batch
@@ -36,7 +37,7 @@ class _Direction:
     gates: torch.Tensor  # (Tw*B, G) the input's share of the gates, x W_ih^T + biases, per slot (time-major)
     h: torch.Tensor  # (Tw*B, H) the state after reading each slot
     c: torch.Tensor | None  # (Tw*B, H) the LSTM cell after each slot; None for a GRU
-    step: Callable  # (gates (n, G), h (n, H), c (n, H) | None, h_out, c_out, scratch) -> (h, c): one step
+    step: Callable  # (gates (n, G) (overwritten), h (n, H), c (n, H) | None, h_out, c_out) -> (h, c): one step
     width: int  # Tw
 
 
@@ -57,8 +58,8 @@ class _RecurrentStates:
     @staticmethod
     def of(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> _RecurrentStates | None:
         """The states, or None when the model is not a flat/pair model with a one-layer recurrent premise
-        encoder (whose `encode` this mirrors). The full pass's h are the shared pass's; an LSTM's cells
-        follow from them with one matmul and a scan."""
+        encoder (whose `encode` this mirrors). The full pass's h are the shared pass's; an LSTM's gates and
+        cells too (`bilstm.py`), a GRU's input shares one matmul away."""
         if type(model) not in (FlatClassifier, PairClassifier) or not isinstance(model.encoder, Recurrent):
             return None
         if model.training and model.dropout.p > 0:  # each deletion would draw its own dropout
@@ -66,14 +67,18 @@ class _RecurrentStates:
         rnn = model.encoder.rnn
         if rnn.num_layers != 1 or not rnn.bidirectional or rnn.proj_size:
             return None
+        if premise_bilstm(model) is not None:
+            lstm = shared_lstm(model, shared)
+            lengths = batch.lengths.clamp_min(1).to(lstm.rows.device)
+            return _RecurrentStates(_lstm_direction(lstm, 0), _lstm_direction(lstm, 1), lengths)
         x = model.dropout(model.embed(batch))  # (B, Tw, d)
         h = shared.encoded.h  # (B, Tw, 2H) forward | backward
         lengths = batch.lengths.clamp_min(1).to(x.device)  # as `Recurrent.forward` packs them
         slots = torch.arange(x.shape[1], device=x.device)  # (Tw,)
         reverse = (lengths[:, None] - 1 - slots[None, :]).clamp_min(0)  # (B, Tw) position read at each slot
         hidden = h.shape[-1] // 2
-        forward = _direction(rnn, "", x, h[..., :hidden])
-        backward = _direction(
+        forward = _gru_direction(rnn, "", x, h[..., :hidden])
+        backward = _gru_direction(
             rnn,
             "_reverse",
             x.gather(1, reverse[..., None].expand_as(x)),
@@ -82,82 +87,34 @@ class _RecurrentStates:
         return _RecurrentStates(forward, backward, lengths)
 
 
-def _direction(rnn: nn.RNNBase, suffix: str, x: torch.Tensor, h: torch.Tensor) -> _Direction:
-    """One direction of `rnn` over x (B, Tw, d) in reading order, with its states h (B, Tw, H) there (slots
-    past a row's end are never read). For an LSTM the cells c_t = f_t c_{t-1} + i_t g_t are rebuilt from the
-    gates, all of them one matmul away given h_{t-1}."""
+def _lstm_direction(lstm: BiLstmPass, direction: int) -> _Direction:
+    """One direction of the shared pass's BiLSTM (`bilstm.py`): its input shares, states and cells."""
+    width, _, _, hidden = lstm.states[1:].shape
+    w_hh_t = lstm.weights.w_hh_t[direction]
+
+    def step(gates_x, h, c, h_out, c_out):
+        return lstm_step(gates_x, h, c, w_hh_t, h_out, c_out)
+
+    states, cells = (x[1:, direction].reshape(-1, hidden) for x in (lstm.states, lstm.cells))  # step-major
+    return _Direction(lstm.input_shares(direction), states, cells, step, width)
+
+
+def _gru_direction(rnn: nn.RNNBase, suffix: str, x: torch.Tensor, h: torch.Tensor) -> _Direction:
+    """One direction of a GRU over x (B, Tw, d) in reading order, with its states h (B, Tw, H) there (slots
+    past a row's end are never read)."""
     w_ih, w_hh = getattr(rnn, f"weight_ih_l0{suffix}"), getattr(rnn, f"weight_hh_l0{suffix}")
     b_ih, b_hh = getattr(rnn, f"bias_ih_l0{suffix}", None), getattr(rnn, f"bias_hh_l0{suffix}", None)
     b, width, hidden = h.shape
-    lstm = isinstance(rnn, nn.LSTM)
-    bias: torch.Tensor | None
-    if isinstance(rnn, nn.LSTM):
-        w_ih, w_hh, bias = _lstm_weights(rnn, suffix)
-        step = _lstm_step(w_hh.t().contiguous(), hidden)
-    else:
-        bias = b_ih
-        step = _gru_step(w_hh.t().contiguous(), b_hh, hidden)
-    gates = torch.nn.functional.linear(x, w_ih, bias).transpose(0, 1).contiguous()  # (Tw, B, G) time-major
-    hs = h.transpose(0, 1).contiguous()  # (Tw, B, H)
-    cs = None
-    if lstm:
-        before = torch.cat([torch.zeros_like(hs[:1]), hs[:-1]])  # h_{t-1}
-        sig = torch.addmm(gates.reshape(-1, gates.shape[-1]), before.reshape(-1, hidden), w_hh.t())
-        sig = sig.sigmoid_().reshape(width, b, -1)  # (Tw, B, 4H): i, f, o, 2g
-        i, f, tanh_g = sig[..., :hidden], sig[..., hidden : 2 * hidden], sig[..., 3 * hidden :].mul(2.0).sub_(1.0)
-        u = i * tanh_g
-        cs = torch.empty_like(hs)
-        cs[0] = u[0]
-        for p in range(1, width):
-            torch.addcmul(u[p], f[p], cs[p - 1], out=cs[p])
+    gates = torch.nn.functional.linear(x, w_ih, b_ih).transpose(0, 1).contiguous()  # (Tw, B, 3H) time-major
     flat = width * b  # time-major: slot p of row b is p * B + b
-    return _Direction(
-        gates.reshape(flat, -1), hs.reshape(flat, hidden), None if cs is None else cs.reshape(flat, hidden), step, width
-    )
-
-
-def _lstm_weights(rnn: nn.LSTM, suffix: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(W_ih (4H, d), W_hh (4H, H), bias (4H,)) of one direction with the gates reordered i, f, o, g and g's
-    rows doubled: one sigmoid covers all four, tanh(g) = 2 sigmoid(2g) - 1 (torch's tanh on a column slice
-    runs several times slower than on contiguous memory). Both biases sit outside the recurrence."""
-    w_ih, w_hh = getattr(rnn, f"weight_ih_l0{suffix}"), getattr(rnn, f"weight_hh_l0{suffix}")
-    hidden = w_hh.shape[1]
-    order = torch.cat(
-        [torch.arange(0, 2 * hidden), torch.arange(3 * hidden, 4 * hidden), torch.arange(2 * hidden, 3 * hidden)]
-    ).to(w_ih.device)
-    scale = torch.ones(4 * hidden, dtype=w_ih.dtype, device=w_ih.device)
-    scale[3 * hidden :] = 2.0
-    if rnn.bias:
-        bias = getattr(rnn, f"bias_ih_l0{suffix}") + getattr(rnn, f"bias_hh_l0{suffix}")
-    else:
-        bias = w_ih.new_zeros(4 * hidden)
-    return (
-        (w_ih[order] * scale[:, None]).detach(),
-        (w_hh[order] * scale[:, None]).detach(),
-        (bias[order] * scale).detach(),
-    )
-
-
-def _lstm_step(w_hh_t: torch.Tensor, hidden: int) -> Callable:
-    """One LSTM step from the input's gate share (n, 4H) in order i, f, o, 2g (which it may overwrite when
-    `scratch`); h and c written to h_out and c_out (c_out may be c itself). tanh(g) is taken as
-    2 sigmoid(2g) - 1 so that one sigmoid covers the contiguous gates: torch's tanh on a column slice runs
-    several times slower than on contiguous memory."""
-
-    def step(gates_x, h, c, h_out, c_out, scratch):
-        gates = gates_x.addmm_(h, w_hh_t) if scratch else torch.addmm(gates_x, h, w_hh_t)  # (n, 4H)
-        sig = gates.sigmoid_()
-        i, f, o, g = sig[:, :hidden], sig[:, hidden : 2 * hidden], sig[:, 2 * hidden : 3 * hidden], sig[:, 3 * hidden :]
-        c = torch.addcmul((f * c).sub_(i), i, g, value=2.0, out=c_out)  # f c + i (2 sigmoid(2g) - 1)
-        return torch.mul(o, torch.tanh(c), out=h_out), c
-
-    return step
+    step = _gru_step(w_hh.t().contiguous(), b_hh, hidden)
+    return _Direction(gates.reshape(flat, -1), h.transpose(0, 1).reshape(flat, hidden), None, step, width)
 
 
 def _gru_step(w_hh_t: torch.Tensor, b_hh: torch.Tensor | None, hidden: int) -> Callable:
     """One GRU step from the input's gate share (n, 3H) in order r, z, n (b_hn inside r *, as torch)."""
 
-    def step(gates_x, h, c, h_out, c_out, scratch):
+    def step(gates_x, h, c, h_out, c_out):
         gh = h @ w_hh_t if b_hh is None else torch.addmm(b_hh, h, w_hh_t)  # (n, 3H)
         rz = torch.sigmoid(gates_x[:, : 2 * hidden] + gh[:, : 2 * hidden])
         n = torch.tanh(torch.addcmul(gates_x[:, 2 * hidden :], rz[:, :hidden], gh[:, 2 * hidden :]))
@@ -304,9 +261,7 @@ class _Resumed:
                 place = place[:m]
                 slots, out = start[place] + (s + 1) * b, states[s % 2, :m]
             torch.index_select(direction.gates, 0, slots, out=gates[:m])  # slots: the full pass's, same token
-            h, c = direction.step(
-                gates[:m], h[:m], None if c is None else c[:m], out, None if c is None else c[:m], scratch=True
-            )
+            h, c = direction.step(gates[:m], h[:m], None if c is None else c[:m], out, None if c is None else c[:m])
             if place is not None:
                 table.index_copy_(0, row + place, h)
             if (s + 1) % CHECK_EVERY:
