@@ -63,6 +63,11 @@ class GridProgress(tune.Callback):
             state = _journaled(state)
         self.__dict__.update({"show": None, **state, "models": resolved(state["models"])})
         self.started = time.monotonic()
+        # the experiment may have been saved before some of its cells were published: the store says which are
+        store = ModelStore(self.models)
+        for cell_id, status in self.status.items():
+            if status != "trained" and store.cell(cell_id).state() == "trained":
+                self.status[cell_id] = "trained"
 
     # Tune hooks ------------------------------------------------------------------------------------
     def on_trial_start(self, iteration, trials, trial, **info) -> None:

@@ -114,3 +114,24 @@ def test_a_cell_published_without_its_finish_is_finished_by_the_next_launch(tmp_
     assert lost == {"test_accuracy": 0.8, "best_epoch": 2, "epochs_trained": 3}
     assert [m.value for m in tracker.client.get_metric_history(tracker.run_id("finished"), "test_accuracy")] == [0.7]
     assert tracker.finish_published(published) == []  # once
+
+
+def test_a_restored_launch_counts_the_cells_published_since_it_was_saved(tmp_path: Path):
+    # Tune saves the callback with its experiment now and then: a cell published after the last save was
+    # restored as pending, and a resumed launch printed "0 trained ... 2 pending" for cells long trained.
+    from gridlab.execution.progress import GridProgress
+    from gridlab.store.layout import CellFiles
+
+    journal = TrackingJournal(tmp_path / "tracking")
+    tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "g", journal, artifact_root=tmp_path / "artifacts")
+    models = tmp_path / "models"
+    cells = {cell_id: {} for cell_id in ("published", "running", "failed")}
+    progress = GridProgress("g", models, tracker, tracker.start_launch(pending=3), cells, 0, print)
+    progress.status.update(running="running", failed="failed")
+    state = progress.__getstate__()
+    for name in (CellFiles.MODEL, CellFiles.METRICS):  # published after the save
+        (models / "published").mkdir(parents=True, exist_ok=True)
+        (models / "published" / name).write_text("{}")
+    restored = GridProgress.__new__(GridProgress)
+    restored.__setstate__(state)
+    assert restored.status == {"published": "trained", "running": "running", "failed": "failed"}
