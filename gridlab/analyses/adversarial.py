@@ -18,13 +18,14 @@ log(1/T) + init_scale * N(0, 1), the normal draws (k, T) for the instance's own 
 eps defaults to 0.01, or 0.05 for pair-task models (those with a query: J&W's QA setting, footnote 6).
 
 Then Algorithm 3: every final alpha_i is decoded; `jsd_eps_max` is the largest JSD(alpha, alpha_i) among the
-candidates with TVD(y(alpha_i), y) <= eps (0 if none), `tvd_at_jsd` that candidate's TVD (0 if none; the
-first candidate on a tie), `n_within_eps` how many candidates are within eps, `steps_run` how many Adam
-updates the instance received, and `candidate_jsd` / `candidate_tvd` every candidate's JSD and TVD (k-lists),
-so that another selection rule (J&W's plotting code keeps candidates up to TVD 0.05) is computed from rows,
-and `alpha_eps_max` the selected candidate's weights over the instance's items (null if none is within eps),
-which the report's heatmaps show beside the model's attention. An instance with T = 1 has one distribution
-only: jsd 0, tvd 0, n_within_eps = k, steps_run 0, candidates all 0, alpha_eps_max null, without optimising.
+candidates with TVD(y(alpha_i), y) <= eps (0 if none; candidates within `CANDIDATE_TIE` of the largest tie, and the
+first of them is kept), `tvd_at_jsd` that candidate's TVD (0 if none), `n_within_eps` how many candidates are within
+eps, `steps_run` how many Adam updates the instance received, and `candidate_jsd` / `candidate_tvd` every
+candidate's JSD and TVD (k-lists), so that another selection rule (J&W's plotting code keeps candidates up to TVD
+0.05) is computed from rows, and `alpha_eps_max` the selected candidate's weights over the instance's items (null if
+none is within eps), which the report's heatmaps show beside the model's attention. An instance with T = 1 has one
+distribution only: jsd 0, tvd 0, n_within_eps = k, steps_run 0, candidates all 0, alpha_eps_max null, without
+optimising.
 
 Convergence (per instance, the grid's `stop_window` / `stop_rtol`, 50 and 1e-3 by default; `stop_window: 0`
 turns it off): the objective is averaged over consecutive windows of `stop_window` steps, and after each
@@ -81,7 +82,11 @@ from gridlab.catalog.analyses import ANALYSES, AdversarialParams
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 ID = "adversarial"
-VERSION = 1
+VERSION = 2  # 2: the eps-max candidate is the first within CANDIDATE_TIE of the top, not the float maximum
+# Candidates within eps whose JSDs lie within this fraction of the largest tie, and the first of them is kept:
+# adversaries that saturate near ln 2 end within float rounding of each other, and which one the float
+# maximum picked moved with the last bits of h (the ranking tie rule's 1e-5, `ranking.py`).
+CANDIDATE_TIE = 1e-5
 SCHEMA = pa.schema(
     [
         ("jsd_eps_max", pa.float64()),
@@ -393,7 +398,9 @@ def _columns(
     tvds = tvd(decode_many(model, shared, alphas), shared.probs[:, None, :]).double()  # (B, k)
     jsds = jsd(alphas, shared.alpha[:, None, :]).double()  # (B, k)
     within = tvds <= eps  # (B, k)
-    best = jsds.masked_fill(~within, -1.0).argmax(-1, keepdim=True)  # (B, 1) the first maximum
+    scores = jsds.masked_fill(~within, -1.0)
+    top = scores.amax(-1, keepdim=True)
+    best = (scores >= top - CANDIDATE_TIE * top.abs()).int().argmax(-1, keepdim=True)  # (B, 1) first near the top
     found = within.any(-1)
     single = shared.lengths <= 1  # one distribution only: nothing to optimise or compare
     jsd_max = torch.where(found & ~single, jsds.gather(-1, best)[:, 0], 0.0)
@@ -515,20 +522,19 @@ def _reference_select(
     and TVD, the eps-max candidate's weights or None)."""
     h = shared.encoded.h[b, positions]  # (T_b, m)
     query = None if shared.encoded.query is None else shared.encoded.query[b : b + 1]
-    best, best_tvd, n_within, chosen = 0.0, 0.0, 0, None
-    jsds, tvds = [], []
+    jsds, tvds, alphas = [], [], []
     for row in logits:
         candidate = torch.softmax(row, dim=-1)
         output = torch.softmax(model.decode(h[None], candidate[None], query), dim=-1)[0]
-        distance = float(tvd(output, shared.probs[b]))
-        divergence = float(jsd(candidate, shared.alpha[b, positions]))
-        jsds.append(divergence)
-        tvds.append(distance)
-        if distance <= eps:
-            n_within += 1
-            if n_within == 1 or divergence > best:
-                best, best_tvd, chosen = divergence, distance, candidate.double().tolist()
-    return best, best_tvd, n_within, jsds, tvds, chosen
+        tvds.append(float(tvd(output, shared.probs[b])))
+        jsds.append(float(jsd(candidate, shared.alpha[b, positions])))
+        alphas.append(candidate.double().tolist())
+    within = [i for i, distance in enumerate(tvds) if distance <= eps]
+    if not within:
+        return 0.0, 0.0, 0, jsds, tvds, None
+    top = max(jsds[i] for i in within)
+    best = next(i for i in within if jsds[i] >= top - CANDIDATE_TIE * abs(top))  # the first near the top
+    return jsds[best], tvds[best], len(within), jsds, tvds, alphas[best]
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:

@@ -49,9 +49,9 @@ class LstmWeights:
     table: torch.Tensor  # (2V, 4H) W_ih e_v + b_ih + b_hh, the forward direction's V rows then the backward's
     bias: torch.Tensor  # (2, 4H) b_ih + b_hh
     w_ih: torch.Tensor  # (2, 4H, d)
-    w_hh: torch.Tensor  # (2, 4H, H)
-    w_hh_t: torch.Tensor  # (2, H, 4H) contiguous, for a step's h W_hh^T
     vocabulary: int
+    forward_products: tuple[_Product, _Product]  # per direction: h (n, H) -> h W_hh^T (n, 4H)
+    backward_products: tuple[_Product, _Product]  # per direction: dz (n, 4H) -> dz W_hh (n, H)
 
     @staticmethod
     @torch.no_grad()
@@ -82,12 +82,36 @@ class LstmWeights:
             table.reshape(-1, 4 * hidden),
             bias,
             w_ih,
-            w_hh,
-            w_hh.transpose(1, 2).contiguous(),
             embedding.num_embeddings,
+            (_Product(w_hh[0]), _Product(w_hh[1])),
+            (_Product(w_hh[0].t()), _Product(w_hh[1].t())),
         )
         _WEIGHTS[rnn] = (key, weights)
         return weights
+
+
+class _Product:
+    """x (n, K) -> x W^T for one fixed W (N, K): the per-step matmul of a recurrence. On a CPU with float32
+    weights it runs through oneDNN with W packed once, as `nn.LSTM`'s own kernel does: PyTorch's matmul (MKL)
+    takes a much slower path for these small products on AMD CPUs (on the project's EPYC, a (32, 128) x (128,
+    512) product: 44 us against oneDNN's 27-30 us; a T = 180 gradient row 72 -> 64 ms a batch). oneDNN's linear
+    is an internal PyTorch operator (`torch.ops.mkldnn`, what `torch.compile` emits on CPUs); where it is
+    missing or refuses the weights (float64, an accelerator), the plain matmul stands in. Both give the same
+    sums up to float rounding."""
+
+    def __init__(self, weight: torch.Tensor, rows: int = 32):
+        self.weight_t = weight.t().contiguous()  # (K, N) for the plain matmul
+        self.packed: torch.Tensor | None = None
+        if weight.device.type == "cpu" and weight.dtype == torch.float32 and torch.backends.mkldnn.is_available():
+            try:
+                self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), rows)
+            except (AttributeError, RuntimeError):  # a torch without the operator, or one that refuses
+                self.packed = None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed is not None:
+            return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed, None, "none", [], "")
+        return x @ self.weight_t
 
 
 _WEIGHTS: weakref.WeakKeyDictionary[nn.LSTM, tuple[tuple[int, ...], LstmWeights]] = weakref.WeakKeyDictionary()
@@ -112,13 +136,15 @@ class BiLstmPass:
         """The pass computed step by step, keeping every gate: the shared pass of a CPU (`forward_once`)."""
         weights, rows, reverse, inside = _reading(model, batch)
         tw, _, b = rows.shape
-        hidden = weights.w_hh.shape[-1]
+        hidden = weights.table.shape[1] // 4
         gates = weights.table.index_select(0, rows.reshape(-1)).view(tw, 2, b, 4 * hidden)  # input shares
         states, cells = gates.new_empty(tw + 1, 2, b, hidden), gates.new_empty(tw + 1, 2, b, hidden)
         states[0], cells[0] = 0.0, 0.0
         tanh_cells = gates.new_empty(tw, 2, b, hidden)
         for s in range(tw):
-            lstm_step(gates[s], states[s], cells[s], weights.w_hh_t, states[s + 1], cells[s + 1], tanh_cells[s])
+            lstm_step(
+                gates[s], states[s], cells[s], weights.forward_products, states[s + 1], cells[s + 1], tanh_cells[s]
+            )
         return BiLstmPass(weights, rows, reverse, inside, gates, states, cells, tanh_cells)
 
     @staticmethod
@@ -133,7 +159,10 @@ class BiLstmPass:
         states[1:, 0] = h[..., :hidden].transpose(0, 1)
         states[1:, 1] = h[..., hidden:].gather(1, reverse[..., None].expand(-1, -1, hidden)).transpose(0, 1)
         gates = weights.table.index_select(0, rows.reshape(-1)).view(tw, 2, b, 4 * hidden)
-        gates.add_(torch.matmul(states[:-1], weights.w_hh_t)).sigmoid_()  # (Tw, 2, B, H) x (2, H, 4H)
+        for direction, product in enumerate(weights.forward_products):  # all steps at once: h_{t-1} W_hh^T
+            before = states[:-1, direction].reshape(tw * b, hidden)
+            gates[:, direction] += product(before).view(tw, b, 4 * hidden)
+        gates.sigmoid_()
         i, f, g = gates[..., :hidden], gates[..., hidden : 2 * hidden], gates[..., 2 * hidden : 3 * hidden]
         shares = torch.addcmul(-i, i, g, value=2.0)  # i tanh(g) = i (2 sigmoid(2g) - 1)
         cells = h.new_zeros(tw + 1, 2, b, hidden)
@@ -181,17 +210,19 @@ def lstm_step(
     gates: torch.Tensor,
     h: torch.Tensor,
     c: torch.Tensor,
-    w_hh_t: torch.Tensor,
+    products: tuple[_Product, ...],
     h_out: torch.Tensor,
     c_out: torch.Tensor,
     tanh_out: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One step of n rows, in place: gates (..., n, 4H), the input shares, become the activations; the new
-    c and h are written to c_out (which may be c) and h_out, tanh(c) to tanh_out where given. A leading
-    axis steps several recurrences (both directions) with one batched matmul."""
+    """One step of n rows of k recurrences (both directions, or one), in place: gates (k, n, 4H), the input
+    shares, become the activations; the new c and h (k, n, H) are written to c_out (which may be c) and
+    h_out, tanh(c) to tanh_out where given. `products` holds each recurrence's h -> h W_hh^T."""
+    for k, product in enumerate(products):
+        gates[k] += product(h[k])
     hidden = h.shape[-1]
-    (gates.baddbmm_ if gates.dim() == 3 else gates.addmm_)(h, w_hh_t).sigmoid_()
-    i, f, g, o = (gates[..., k * hidden : (k + 1) * hidden] for k in range(4))
+    sig = gates.sigmoid_()
+    i, f, g, o = (sig[..., k * hidden : (k + 1) * hidden] for k in range(4))
     c = torch.addcmul((f * c).sub_(i), i, g, value=2.0, out=c_out)  # f c + i (2 sigmoid(2g) - 1)
     tanh_c = tanh(c, out=tanh_out)
     return torch.mul(o, tanh_c, out=h_out), c

@@ -272,3 +272,29 @@ def test_run_matches_reference_over_the_full_budget(picked):
     expected, _ = analyse(model, batch, params, how=adversarial.reference, convergence=None)
     assert_same(columns, expected, atol=1e-3)
     assert (columns["steps_run"] == params.steps).all()
+
+
+def test_candidates_within_the_tie_tolerance_keep_the_first(picked):
+    # Adversaries that saturate end within float rounding of each other; the float maximum picked one of
+    # them by the last bits of h. Within CANDIDATE_TIE of the top JSD, the first candidate is kept.
+    model = model_for(picked, "cnn", "dot")
+    with torch.no_grad():
+        model.classifier.weight.zero_()  # every candidate is within eps
+    shared = forward_once(model, collate(select(picked["rows"], range(4, 8))))
+    t = shared.alpha.shape[1]
+    peak = shared.alpha.masked_fill(~shared.encoded.mask, 2.0).argmin(-1)  # each row's least attended item
+    logits = torch.zeros(len(peak), 3, t)
+    for candidate, height in enumerate((5.0, 5.0 + 2e-5, 0.0)):  # two near one-hots on it, then uniform
+        logits[torch.arange(len(peak)), candidate, peak] = height
+    logits = logits.masked_fill(~shared.encoded.mask[:, None, :], float("-inf"))
+    columns = adversarial._columns(model, shared, logits, 0.01, torch.zeros(len(peak)), 3)
+    jsds = np.stack(columns["candidate_jsd"])
+    assert (jsds[:, 1] > jsds[:, 0]).all()  # the float maximum would keep the second
+    assert (jsds[:, 1] - jsds[:, 0] < adversarial.CANDIDATE_TIE * jsds[:, 1]).all()
+    for b, chosen in enumerate(columns["alpha_eps_max"]):
+        positions = shared.encoded.mask[b].nonzero()[:, 0]
+        first = torch.softmax(logits[b, 0, positions], -1).double()
+        np.testing.assert_allclose(chosen, first.numpy(), rtol=0, atol=0)
+        reference = adversarial._reference_select(model, shared, b, positions, logits[b][:, positions], 0.01)
+        assert reference[0] == pytest.approx(columns["jsd_eps_max"][b], abs=1e-6)
+        np.testing.assert_allclose(reference[5], first.numpy(), rtol=0, atol=1e-7)

@@ -77,7 +77,7 @@ def _lstm_backward(lstm: BiLstmPass, seeds: torch.Tensor) -> torch.Tensor:
     formed for all steps at once, so a step is a few operations on contiguous (2, B, .) slices."""
     tw, _, b, four = lstm.gates.shape
     hidden = four // 4
-    gates, w_hh = lstm.gates, lstm.weights.w_hh
+    gates, products = lstm.gates, lstm.weights.backward_products
     i, f, g, o = (gates[..., k * hidden : (k + 1) * hidden] for k in range(4))
     factors = torch.addcmul(gates, gates, gates, value=-1.0)  # s (1 - s), then times what each gate multiplies
     into_i, into_f, into_g, into_o = (factors[..., k * hidden : (k + 1) * hidden] for k in range(4))
@@ -96,5 +96,6 @@ def _lstm_backward(lstm: BiLstmPass, seeds: torch.Tensor) -> torch.Tensor:
         by_gate[s, :, :, 3].mul_(d_state)  # o: times dh
         if s:
             torch.mul(d_cell, f[s], out=d_carry)
-            torch.baddbmm(seeds[s - 1], factors[s], w_hh, out=d_state)  # (2, B, 4H) x (2, 4H, H), contiguous
+            for direction, product in enumerate(products):
+                torch.add(seeds[s - 1, direction], product(factors[s, direction]), out=d_state[direction])
     return factors

@@ -90,10 +90,11 @@ class _RecurrentStates:
 def _lstm_direction(lstm: BiLstmPass, direction: int) -> _Direction:
     """One direction of the shared pass's BiLSTM (`bilstm.py`): its input shares, states and cells."""
     width, _, _, hidden = lstm.states[1:].shape
-    w_hh_t = lstm.weights.w_hh_t[direction]
+    products = (lstm.weights.forward_products[direction],)
 
-    def step(gates_x, h, c, h_out, c_out):
-        return lstm_step(gates_x, h, c, w_hh_t, h_out, c_out)
+    def step(gates_x, h, c, h_out, c_out):  # one recurrence: a leading axis of 1
+        h, c = lstm_step(gates_x[None], h[None], c[None], products, h_out[None], c_out[None])
+        return h[0], c[0]
 
     states, cells = (x[1:, direction].reshape(-1, hidden) for x in (lstm.states, lstm.cells))  # step-major
     return _Direction(lstm.input_shares(direction), states, cells, step, width)
