@@ -5,7 +5,8 @@ instead of computing them again.
 
 On a CPU the shared pass itself is this scan (`scan`): a token's input share of the gates, W_ih e + b, is a
 row of a per-model table of every vocabulary word's projection (`LstmWeights`), so a step is one small
-matmul and a few elementwise operations, and every gate is kept as it is computed. Elsewhere the shared
+matmul per direction (through oneDNN, `_Product`) and a few elementwise operations, and every gate is kept
+as it is computed. Rows are the same bit for bit under any thread count. Elsewhere the shared
 pass is `nn.LSTM`'s fused kernel and the gates are rebuilt from its states on first use (`rebuild`: one
 matmul and a scan of the cells). Same equations as torch's cell; only float rounding differs.
 
