@@ -68,9 +68,12 @@ SCHEMA = pa.schema(
 _BLOCK = 1 << 22
 
 
+@torch.no_grad()
 def run(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) -> dict[str, np.ndarray]:
     """Batched: every k of a ranking at once (suffix sums of alpha_t W h_t where the output is linear in the
-    context, else one decoder call per chunk of instances), and one decoder call per subset size (per chunk)."""
+    context, else one decoder call per chunk of instances), and one decoder call per subset size (per chunk).
+    Without autograd's records (the model's weights require gradients; the rankings that need a gradient
+    turn it on for themselves): 12 % of a T = 20 batch's time."""
     model, params = context.classifier, context.params
     lengths = shared.lengths
     rankings = applicable(model, params.rankings)
