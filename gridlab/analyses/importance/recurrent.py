@@ -227,7 +227,7 @@ class _Resumed:
     The states after the gap read the same tokens as the full pass's, from a start that differs by the
     deleted token's effect, which a trained recurrence forgets: within tens of steps the resumed h and c
     agree with the full pass's at the same token to float rounding. A run stops once both lie within
-    `converged_within` of them (checked every `CHECK_EVERY` steps); from there on the full pass's states
+    `_converged_within` of them (checked every `CHECK_EVERY` steps); from there on the full pass's states
     stand in for it. Long rows thus cost about L x (steps to forget) instead of L^2 / 2 steps.
 
     The runs are sorted longest first, so the ones still running at step s are a prefix of what has not
@@ -245,7 +245,7 @@ class _Resumed:
         table[:full] = direction.h
         table[-1] = 0.0
         self.steps = remaining[order].clone()  # (n,) steps each run computed before it rejoined
-        tolerance = converged_within(direction.h.dtype)
+        tolerance = _converged_within(direction.h.dtype)
         place: torch.Tensor | None = None  # once a run has stopped: the places in `order` of those stepping
         h = direction.h.index_select(0, start - b)  # (n, H) the state before the gap
         c = None if direction.c is None else direction.c.index_select(0, start - b)  # (n, H), in place
@@ -297,7 +297,7 @@ class _Resumed:
         torch.index_select(self.table, 0, index.reshape(-1), out=out)
 
 
-def converged_within(dtype: torch.dtype) -> float:
+def _converged_within(dtype: torch.dtype) -> float:
     """How close a resumed state (h and c) must come to the full pass's for the run to stop, relative to
     the larger of 1 and the state's size: 8 units of rounding, about where two float runs of the same
     recurrence from different starts settle (they rarely meet bit for bit)."""
