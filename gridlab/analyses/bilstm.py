@@ -32,15 +32,22 @@ if TYPE_CHECKING:
     from gridlab.analyses.common import SharedPass
 
 
-def premise_bilstm(model: AttentionClassifier) -> nn.LSTM | None:
-    """The premise encoder's one-layer bidirectional `nn.LSTM` of a flat/pair model whose dropout is
-    inactive, else None: the models this module writes out."""
+def premise_recurrent(model: AttentionClassifier) -> nn.LSTM | nn.GRU | None:
+    """The premise encoder's one-layer bidirectional `nn.LSTM`/`nn.GRU` of a flat/pair model whose dropout is
+    inactive, else None: the recurrences the analyses write out (here, and leave-one-out's resumed runs).
+    With dropout active each rerun would draw its own mask."""
     if type(model) not in (FlatClassifier, PairClassifier) or not isinstance(model.encoder, Recurrent):
         return None
     rnn = model.encoder.rnn
-    if not isinstance(rnn, nn.LSTM) or rnn.num_layers != 1 or not rnn.bidirectional or rnn.proj_size:
+    if rnn.num_layers != 1 or not rnn.bidirectional or rnn.proj_size:
         return None
     return None if model.training and model.dropout.p > 0 else rnn
+
+
+def premise_bilstm(model: AttentionClassifier) -> nn.LSTM | None:
+    """`premise_recurrent` where it is an LSTM: the models this module writes out."""
+    rnn = premise_recurrent(model)
+    return rnn if isinstance(rnn, nn.LSTM) else None
 
 
 @dataclass(frozen=True)

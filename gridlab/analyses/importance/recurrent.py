@@ -13,16 +13,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gridlab.analyses.bilstm import BiLstmPass, lstm_step, premise_bilstm, shared_lstm
+from gridlab.analyses.bilstm import BiLstmPass, lstm_step, premise_recurrent, shared_lstm
 from gridlab.analyses.common import SharedPass
 from gridlab.analyses.importance.deletion import shift_index, with_pad_slot
 from gridlab.data.batching import Batch
-from gridlab.models.classifier import (
-    AttentionClassifier,
-    FlatClassifier,
-    PairClassifier,
-)
-from gridlab.models.encoders import Recurrent
+from gridlab.models.classifier import AttentionClassifier
 
 RECURRENT_GROUP = 4  # resumed recurrences per group: RECURRENT_GROUP * chunk_elements states
 CHECK_EVERY = 4  # steps between two checks whether a resumed run has rejoined the full pass (`_Resumed`)
@@ -60,14 +55,10 @@ class _RecurrentStates:
         """The states, or None when the model is not a flat/pair model with a one-layer recurrent premise
         encoder (whose `encode` this mirrors). The full pass's h are the shared pass's; an LSTM's gates and
         cells too (`bilstm.py`), a GRU's input shares one matmul away."""
-        if type(model) not in (FlatClassifier, PairClassifier) or not isinstance(model.encoder, Recurrent):
+        rnn = premise_recurrent(model)
+        if rnn is None:
             return None
-        if model.training and model.dropout.p > 0:  # each deletion would draw its own dropout
-            return None
-        rnn = model.encoder.rnn
-        if rnn.num_layers != 1 or not rnn.bidirectional or rnn.proj_size:
-            return None
-        if premise_bilstm(model) is not None:
+        if isinstance(rnn, nn.LSTM):
             lstm = shared_lstm(model, shared)
             lengths = batch.lengths.clamp_min(1).to(lstm.rows.device)
             return _RecurrentStates(_lstm_direction(lstm, 0), _lstm_direction(lstm, 1), lengths)
