@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = ["--lengths", "6", "--instances", "4", "--loop-instances", "2", "--threads", "1", "--repeats", "1"]
@@ -59,3 +60,35 @@ def test_the_end_to_end_rows_run_both_orders_on_real_data(data_dir: Path, tmp_pa
     assert head_rate > 0 and now_rate > 0
     assert float(against.split()[-1]) <= 1e-5  # the same rows from both workers
     assert any(line.startswith("training epoch, sst") for line in output.splitlines())
+
+
+def _shard_bench():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import shard  # bench/shard.py
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    return shard
+
+
+def test_weights_one_float_apart_move_rows_by_rounding_alone(data_dir: Path, tmp_path: Path):
+    shard = _shard_bench()
+    cpu = torch.device("cpu")
+    run = shard.setup("sst", data_dir, tmp_path / "cache", cpu)
+    analyses = {"permutation": {"n": 5}}
+    table = shard.shard_table(run.data, 16, "length")
+    reference = shard.frames_of(shard.run_shard(run, table, analyses, cpu), analyses)
+    floor = shard.rounding_floor(run, 16, analyses, cpu, reference)
+    assert 0 < floor.value_diff <= shard.TOLERANCE and not floor.beyond  # moved, and only by rounding
+
+
+def test_a_difference_fails_the_bench_unless_rounding_moves_the_same_analysis():
+    shard = _shard_bench()
+
+    def comparison(*columns: str):
+        return shard.Comparison(0.5, columns[0], 0.0, 0, 100, {c: (0.5, 3, 1e-4) for c in columns})
+
+    adversary_moved = comparison("adversarial.alpha_eps_max")
+    assert not shard._report_agreement(comparison("adversarial.jsd_eps_max"), lambda: adversary_moved)
+    assert shard._report_agreement(comparison("permutation.tvd_median"), lambda: adversary_moved)
+    assert shard._report_agreement(comparison("adversarial.jsd_eps_max"), lambda: comparison("permutation.tvd_median"))
