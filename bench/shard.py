@@ -259,7 +259,9 @@ def time_against_revision(run: Setup, instances: int, analyses: dict[str, dict],
     }
 
 
-def rounding_floor(run: Setup, instances: int, analyses: dict[str, dict], device, reference) -> Comparison:
+def rounding_floor(
+    run: Setup, instances: int, analyses: dict[str, dict], device: torch.device, reference: dict[str, pd.DataFrame]
+) -> Comparison:
     """How far rows move when nothing changes but float rounding: the length-order shard of the model with
     every weight moved to the next float up, against `reference` (the same shard's rows). A column that
     moves beyond TOLERANCE here (the adversary's: 500 optimiser steps amplify the last bits of h) cannot be
