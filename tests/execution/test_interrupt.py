@@ -80,8 +80,7 @@ def test_an_interrupt_during_the_analyses_after_training_exits_130(tmp_path: Pat
         "grid": {"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]},
         "model": {"embedding_dim": 8, "hidden_size": 8, "attention_size": 8},
         "train": {"epochs": 1, "batch_size": 64, "max_train": 256},
-        # about a minute of analyses if nothing stops them (2,000 steps took 5 s: on a loaded machine the
-        # signal came after they had ended, and the launch rightly said "done")
+        # about a minute of analyses if nothing stops them, so that the signal lands while they run
         "analyses": {"adversarial": {"k": 5, "steps": 25000, "stop_window": 0}},
         "instances": 992,
         "shard_size": 992,
