@@ -33,7 +33,12 @@ def quiet_environment(local_ray: bool) -> None:
 def stop_on_sigterm() -> None:
     """SIGTERM (`kill`, a scheduler, a container stop) stops the command as Ctrl-C does: Ray Tune's own SIGINT
     handler first (trials checkpoint, the launch resumes), exit 130. Installed again after `ray.init`, whose
-    crash handler would otherwise abort the driver with a stack dump."""
+    crash handler would otherwise abort the driver with a stack dump. A shell starts a background command
+    (`gridlab launch ... &`, as long grids run) with SIGINT ignored, and Python then leaves it ignored: the
+    stop would be swallowed wherever Tune's handler is not installed (the analyses after training), so
+    Ctrl-C's handling is put back first."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -51,9 +52,9 @@ def write_grid(folder: Path, name: str = "g", **settings) -> Path:
     return path
 
 
-def start_launch(path: Path, env: dict) -> subprocess.Popen:
+def start_launch(path: Path, env: dict, sigint_ignored: bool = False) -> subprocess.Popen:
     """`gridlab launch` in its own process group (so a test can SIGKILL the driver and its Ray at once), its
-    output (stdout and stderr) in one pipe."""
+    output (stdout and stderr) in one pipe; `sigint_ignored`: started as a shell starts `gridlab launch ... &`."""
     return subprocess.Popen(
         [sys.executable, "-m", "gridlab", "launch", str(path)],
         env=env,
@@ -61,4 +62,5 @@ def start_launch(path: Path, env: dict) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
     )

@@ -71,9 +71,11 @@ def test_an_interrupt_exits_130_also_while_resuming(tmp_path: Path, stop: signal
         assert not json.loads((experiments[0] / LAUNCH_MARKER).read_text())["finished"]
 
 
-def test_an_interrupt_during_the_analyses_after_training_exits_130(tmp_path: Path):
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "started-with-sigint-ignored"])
+def test_an_interrupt_during_the_analyses_after_training_exits_130(tmp_path: Path, background: bool):
     """After a Tune fit that ends normally Tune's SIGINT handler stayed installed, so the first Ctrl-C (or
-    SIGTERM) during the analyses that follow was swallowed and the launch ran on to the end."""
+    SIGTERM) during the analyses that follow was swallowed and the launch ran on to the end. Started as a
+    shell starts a background command (SIGINT ignored), the SIGTERM was swallowed there too."""
     grid = {
         "name": "g",
         "results_dir": str(tmp_path / "runs"),
@@ -88,7 +90,7 @@ def test_an_interrupt_during_the_analyses_after_training_exits_130(tmp_path: Pat
     path = tmp_path / "g.yaml"
     path.write_text(yaml.safe_dump(grid))
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    process = start_launch(path, env)
+    process = start_launch(path, env, sigint_ignored=background)
     lines = []
     assert process.stdout is not None
     for line in process.stdout:
