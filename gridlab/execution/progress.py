@@ -3,6 +3,7 @@ and print progress a person can follow (cells done / running / failed / pending,
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import time
@@ -12,7 +13,7 @@ from typing import Any
 
 from ray import tune
 
-from gridlab.execution.trainable import RESOURCE_FAULT, cell_id_of
+from gridlab.execution.trainable import RESOURCE_FAULT, cell_id_of, final_checkpoint
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
 from gridlab.store.remote import portable, resolved
@@ -100,14 +101,18 @@ class GridProgress(tune.Callback):
             self._fail(cell_id, result["failure_reason"])
             return
         with trial.checkpoint.as_directory() as folder:
-            published = self._publish(cell_id, Path(folder))
-        final = final_metrics(result)
-        self.tracker.finish_cell(cell_id, final, published)
-        summary = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k.startswith("test_"))
-        self._set(cell_id, "trained", f"{summary} (best epoch {result.get('best_epoch')})")
+            self._finish(cell_id, Path(folder), result)
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        """A trial error fails the cell, unless the trial had finished: a restored experiment's saved state
+        can predate a trial's last epochs and name a checkpoint that `num_to_keep` deleted since, so Tune
+        cannot restore a trial whose final checkpoint (and often published cell) is already there. Without
+        this check its error would replace a trained cell with a failure."""
         cell_id = cell_id_of(trial)
+        with final_checkpoint(trial.config["trial"]["trial_dir"]) as folder:
+            if folder is not None:
+                self._finish(cell_id, folder, json.loads((folder / CellFiles.METRICS).read_text()))
+                return
         self._fail(cell_id, _last_error_line(trial))
 
     # ------------------------------------------------------------------------------------------------
@@ -127,6 +132,14 @@ class GridProgress(tune.Callback):
             tags = {"grid": self.grid, **{k: str(config[k]) for k in TAG_KEYS}}
             self.tracker.cell_run(cell_id, {"cell_id": cell_id, **flatten(config)}, tags, self.launch_key)
             self.opened.add(cell_id)
+
+    def _finish(self, cell_id: str, folder: Path, result: dict[str, Any]) -> None:
+        """Publish a finished trial's final checkpoint and finish the cell's run with its final metrics."""
+        published = self._publish(cell_id, folder)
+        final = final_metrics(result)
+        self.tracker.finish_cell(cell_id, final, published)
+        summary = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k.startswith("test_"))
+        self._set(cell_id, "trained", f"{summary} (best epoch {result.get('best_epoch')})")
 
     def _publish(self, cell_id: str, folder: Path) -> Path:
         store = ModelStore(self.models)

@@ -99,7 +99,7 @@ def _train_cell(config: dict[str, Any]) -> None:
     resumed_from = 0
     with _resume_point(params["trial_dir"]) as checkpoint:
         if checkpoint is not None:
-            if (checkpoint / CellFiles.METRICS).is_file():  # finished before the driver could publish it
+            if _is_final(checkpoint):  # finished before the driver could publish it
                 tune.report(
                     json.loads((checkpoint / CellFiles.METRICS).read_text()),
                     checkpoint=tune.Checkpoint.from_directory(str(checkpoint)),
@@ -139,10 +139,7 @@ def _resume_point(trial_dir: str) -> Iterator[Path | None]:
     known = tune.get_checkpoint()
     with ExitStack() as copies:
         candidates = [Path(copies.enter_context(known.as_directory()))] if known is not None else []
-        if is_remote(trial_dir):
-            candidates += [copies.enter_context(local_copy(uri)) for uri in subfolders(trial_dir, "checkpoint_")]
-        elif Path(trial_dir).is_dir():
-            candidates += sorted(Path(trial_dir).glob("checkpoint_*"))
+        candidates += _stored_checkpoints(trial_dir, copies)
         best: Path | None = None
         best_epoch: float = -1
         for folder in candidates:
@@ -152,10 +149,30 @@ def _resume_point(trial_dir: str) -> Iterator[Path | None]:
         yield best
 
 
+@contextmanager
+def final_checkpoint(trial_dir: str) -> Iterator[Path | None]:
+    """The trial's final checkpoint (a trained cell's files) in its folder, as a local folder for the block;
+    None when the trial never finished. The driver reads it when Tune reports an error for a trial that had
+    in fact finished: a restored experiment whose saved state names a checkpoint deleted since."""
+    with ExitStack() as copies:
+        yield next((f for f in _stored_checkpoints(trial_dir, copies) if _is_final(f)), None)
+
+
+def _stored_checkpoints(trial_dir: str, copies: ExitStack) -> list[Path]:
+    """Every checkpoint folder in the trial's folder, local (object storage: copied for `copies`' lifetime)."""
+    if is_remote(trial_dir):
+        return [copies.enter_context(local_copy(uri)) for uri in subfolders(trial_dir, "checkpoint_")]
+    return sorted(Path(trial_dir).glob("checkpoint_*")) if Path(trial_dir).is_dir() else []
+
+
+def _is_final(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in CellFiles.TRAINED)
+
+
 def _checkpoint_epoch(folder: Path) -> float:
     """How far a checkpoint got: inf for a final one, the epoch for a trainer state, -1 if unusable (a kill
     can cut a copy short: checkpoints are copied into place, not renamed)."""
-    if (folder / CellFiles.METRICS).is_file():
+    if _is_final(folder):
         return float("inf")
     try:
         return torch.load(folder / TRAINER_STATE, map_location="cpu", weights_only=True)["epoch"]
