@@ -28,8 +28,10 @@ joins onto one of ours.
 
 Table keys and their columns (besides `paper`, `table`):
 
-- `jw_table1` — Jain & Wallace (2019) Table 1, test performance of the BiLSTM model:
-  dataset, dataset_paper, metric ("f1" | "accuracy" | "micro_f1"), value.
+- `jw_table1` — Jain & Wallace (2019) Table 1, test performance of the BiLSTM model with learned softmax
+  attention (either attention function), flat for single sequences and pair for QA and NLI:
+  dataset, dataset_paper, encoder, projection, architecture, attention_mode, metric ("f1" | "accuracy" |
+  "micro_f1"), value.
 - `jw_table2` — Jain & Wallace (2019) Table 2, Kendall tau of attention with gradient (tau_g) and
   leave-one-out (tau_loo) importance, additive attention, per predicted class:
   dataset, dataset_paper, encoder ("lstm" | "average"), attention, projection, architecture, attention_mode,
@@ -125,7 +127,7 @@ _TABLES: dict[str, _Table] = {
         JW,
         "jain_wallace.csv",
         "Table 1 (test performance, LSTM)",
-        ("dataset", "dataset_paper", "metric", "value"),
+        ("dataset", "dataset_paper", "encoder", "projection", "architecture", "attention_mode", "metric", "value"),
         ("value",),
     ),
     "jw_table2": _Table(

@@ -172,6 +172,36 @@ def test_a_grid_with_no_results_is_all_not_run(synthetic_grid):
     assert result.counts() == {WITHIN: 0, OUTSIDE: 0, NOT_RUN: 18, UNDEFINED: 0}
 
 
+def test_jw_tables_aim_at_their_own_models_only(synthetic_grid):
+    """Table 1 is the BiLSTM with learned softmax attention, flat or pair as the task is; Table 2's QA rows
+    are pair models. A uniform-trained model, a HAN or a flat model of a pair task aims at neither."""
+    spec = {
+        "name": "jw-models",
+        "grid": [
+            {"dataset": ["babi1"], "architecture": ["pair"], "encoder": ["lstm", "average"], "seed": [0]},
+            {"dataset": ["babi1"], "architecture": ["pair"], "encoder": ["lstm"], "attention_mode": ["uniform"]},
+            {"dataset": ["sst"], "architecture": ["flat", "han"], "encoder": ["lstm"], "seed": [0]},
+        ],
+        "analyses": {"importance_correlation": {}},
+    }
+    frame = fidelity(ReportInputs.load(synthetic_grid(spec).expanded), entries=[]).frame
+    table1 = frame[frame["quantity"] == "test_performance"]
+    assert sorted(zip(table1["dataset"], table1["model"])) == [
+        ("babi1", "lstm + additive, pair"),
+        ("sst", "lstm + additive"),
+    ]
+    babi = frame[(frame["dataset"] == "babi1") & (frame["table"] == "Table 2")]
+    assert sorted(zip(babi["model"], babi["quantity"])) == [
+        ("average + additive, pair", "sig_frac_g"),
+        ("average + additive, pair", "tau_g"),
+        ("lstm + additive, pair", "sig_frac_g"),
+        ("lstm + additive, pair", "sig_frac_loo"),
+        ("lstm + additive, pair", "tau_g"),
+        ("lstm + additive, pair", "tau_loo"),
+    ]
+    assert set(babi["detail"]) == {"all classes"}
+
+
 def test_a_grid_aiming_at_no_published_number(synthetic_grid):
     spec = {"name": "unpublished", "grid": {"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]}}
     grid = synthetic_grid({**spec, "analyses": {"importance_correlation": {}}})
