@@ -23,14 +23,23 @@ import pandas as pd
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.report.ablations import Ablation, load_ablations
-from gridlab.report.fidelity import NOT_RUN, OUTSIDE, WITHIN, FidelityResult, fidelity, out_of_reach
+from gridlab.report.fidelity import (
+    IDENTITY,
+    NOT_RUN,
+    OUTSIDE,
+    UNDEFINED,
+    WITHIN,
+    FidelityResult,
+    fidelity,
+    out_of_reach,
+)
 from gridlab.report.fidelity_record import NumberRecord
 from gridlab.report.fidelity_text import grid_markdown, tolerance_frame
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.published import PAPERS_WITHOUT_NUMBERS
 from gridlab.report.render import markdown_table
 from gridlab.report.walltime import WallTime, wall_time
-from gridlab.text import duration
+from gridlab.text import counted, duration
 
 SETTINGS_FILE = Path(__file__).with_name("fidelity_settings.csv")
 SETTINGS_COLUMNS = ("paper", "setting", "paper_says", "original_code", "gridlab", "why")
@@ -69,6 +78,51 @@ def summary_frame(results: list[FidelityResult]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame.from_records(records)
+
+
+def coverage_frame(results: list[FidelityResult]) -> pd.DataFrame:
+    """One row per published number that a grid without a setting axis aims at (a paper's grid, or a stated
+    subset of it), with the verdict of the first such grid, in the document's order, that measured it: the
+    paper's own grid where it ran, else its subset; `not run` where none did. Grids that sweep a setting
+    (ablations) test causes and are left out: a number within tolerance under a setting the paper did not
+    use does not reproduce it."""
+    columns = [*IDENTITY, "verdict", "file"]
+    parts = [r.frame.assign(file=r.file)[columns] for r in results if not r.axes and len(r.frame)]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    frame = pd.concat(parts, ignore_index=True).assign(_measured=lambda f: f["verdict"] != NOT_RUN)
+    frame["_position"] = range(len(frame))
+    first = frame.sort_values(["_measured", "_position"], ascending=[False, True], kind="stable")
+    chosen = first.drop_duplicates(IDENTITY).sort_values("_position")
+    return chosen.assign(file=chosen["file"].where(chosen["_measured"], ""))[columns].reset_index(drop=True)
+
+
+def coverage_markdown(results: list[FidelityResult]) -> str:
+    """Per paper, how many of its published numbers on gridlab's datasets have a verdict, and which are left."""
+    frame = coverage_frame(results)
+    if frame.empty:
+        return "No grid without a setting axis aims at a published number."
+    verdicts = [WITHIN, OUTSIDE, *([UNDEFINED] if (frame["verdict"] == UNDEFINED).any() else []), NOT_RUN]
+    counts = (
+        frame.groupby("paper", sort=False)["verdict"]
+        .value_counts()
+        .unstack(fill_value=0)
+        .reindex(columns=verdicts, fill_value=0)
+        .reset_index()
+    )
+    counts.insert(1, "published numbers", counts[verdicts].sum(axis=1))
+    left = frame[frame["verdict"] == NOT_RUN]
+    todo = left.groupby(["paper", "table", "dataset", "model"], sort=False).size().reset_index(name="numbers")
+    parts = [
+        "Each published number once, whichever grids aim at it: the verdict of the first grid in this document "
+        "that measured it (the paper's grid where it ran, else its stated subset). Grids that sweep a setting "
+        "(the ablations) are not counted: they test why, not whether.",
+        "",
+        markdown_table(counts.rename_axis(None, axis=1)),
+    ]
+    if len(todo):
+        parts += ["", f"Not run yet ({counted(len(left), 'number')}):", "", markdown_table(todo)]
+    return "\n".join(parts)
 
 
 def out_of_reach_markdown() -> str:
@@ -137,6 +191,10 @@ def fidelity_document(
         "## Summary",
         "",
         markdown_table(summary_frame(results)),
+        "",
+        "## Published numbers",
+        "",
+        coverage_markdown(results),
         "",
         "## Out of reach",
         "",

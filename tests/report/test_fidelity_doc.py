@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from gridlab.cli import app
 from gridlab.errors import GridlabError
 from gridlab.report.build import build_report
-from gridlab.report.fidelity_doc import SETTINGS_COLUMNS, settings_markdown
+from gridlab.report.fidelity import IDENTITY, FidelityResult
+from gridlab.report.fidelity_doc import SETTINGS_COLUMNS, coverage_frame, coverage_markdown, settings_markdown
 
 from .test_fidelity import JW_GRID, embeddings_grid, jw_rows
 
@@ -39,6 +40,7 @@ def test_the_command_writes_the_document(jw_with_rows, synthetic_grid, tmp_path:
     assert headings == [
         "# Fidelity: gridlab against the papers",
         "## Summary",
+        "## Published numbers",
         "## Out of reach",
         "## Settings: the papers, their code and gridlab",
         "## Tolerances",
@@ -55,6 +57,7 @@ def test_the_command_writes_the_document(jw_with_rows, synthetic_grid, tmp_path:
         "18 published numbers: 0 within tolerance, 0 outside (0 with an ablation, 0 without one yet), 18 not run."
         in text
     )
+    assert "Not run yet (18 numbers):" not in text  # the launched grid measured some: fewer are left
     assert "the authors' own rerun" in text  # every tolerance rule with its reason
     assert "| Serrano & Smith (2019) | Table 2" in text and "| yahoo | 4 | no data |" in text
     assert "- Wiegreffe & Pinter (2019): the paper's text is not among the shared papers" in text
@@ -123,3 +126,33 @@ def test_the_report_command_prints_the_fidelity_line(jw_with_rows):
     result = CliRunner().invoke(app, ["report", str(jw_with_rows.path)])
     assert result.exit_code == 0, result.output
     assert "fidelity: 18 published numbers:" in result.output and "fidelity.md" in result.output
+
+
+def _result(file: str, verdicts: dict[str, str], axes: list[str] | None = None) -> FidelityResult:
+    """A grid's fidelity rows: one J&W Table 2 number per quantity, with the given verdicts."""
+    frame = pd.DataFrame(
+        [
+            {"paper": "J&W", "table": "Table 2", "dataset": "imdb", "model": "lstm + additive", "detail": "class 0"}
+            | {"quantity": quantity, "verdict": verdict}
+            for quantity, verdict in verdicts.items()
+        ]
+    )
+    return FidelityResult(file, file, frame, pd.DataFrame(), axes or [])
+
+
+def test_each_published_number_takes_the_verdict_of_the_first_grid_that_measured_it():
+    paper_grid = _result("paper.yaml", {"tau_g": "within", "tau_loo": "not run", "sig_frac_g": "not run"})
+    subset = _result("subset.yaml", {"tau_g": "outside", "tau_loo": "outside", "sig_frac_g": "not run"})
+    ablation = _result("ablation.yaml", {"sig_frac_g": "within"}, axes=["model.embeddings"])
+    frame = coverage_frame([paper_grid, subset, ablation]).set_index("quantity")
+    assert list(frame.columns) == [c for c in IDENTITY if c != "quantity"] + ["verdict", "file"]
+    assert frame.loc["tau_g", ["verdict", "file"]].tolist() == ["within", "paper.yaml"]  # the paper's grid first
+    assert frame.loc["tau_loo", ["verdict", "file"]].tolist() == ["outside", "subset.yaml"]  # else its subset
+    assert frame.loc["sig_frac_g", ["verdict", "file"]].tolist() == ["not run", ""]  # an ablation does not count
+    text = coverage_markdown([paper_grid, subset, ablation])
+    assert "| J&W | 3 | 1 | 1 | 1 |" in text
+    assert "Not run yet (1 number):" in text and "| J&W | Table 2 | imdb | lstm + additive | 1 |" in text
+
+
+def test_the_count_of_published_numbers_without_a_grid():
+    assert coverage_markdown([]) == "No grid without a setting axis aims at a published number."
