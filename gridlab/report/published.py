@@ -35,8 +35,9 @@ Table keys and their columns (besides `paper`, `table`):
 - `jw_table2` — Jain & Wallace (2019) Table 2, Kendall tau of attention with gradient (tau_g) and
   leave-one-out (tau_loo) importance, additive attention, per predicted class:
   dataset, dataset_paper, encoder ("lstm" | "average"), attention, projection, architecture, attention_mode,
-  pred (gridlab class index as a string "0", "1", or "all" for the paper's "Overall"; null for SNLI, whose
-  class order the paper does not name), class_paper (as printed), class_name, measure ("tau_g" | "tau_loo"),
+  pred (gridlab class index as a string "0", "1", or "all" for the paper's "Overall"; SNLI's printed 0/1/2
+  are J&W's answer indices, the sorted label names of their code, so 0 contradiction = gridlab's "2"),
+  class_paper (as printed), class_name, measure ("tau_g" | "tau_loo"),
   mean, std, sig_frac (share of instances with p < 0.05).
 - `jw_figure4` — Jain & Wallace (2019) Figure 4 (§4.2.2), the histogram of eps-max JSD of adversarial from
   original attention: dataset, dataset_paper, encoder, attention, projection, architecture, attention_mode,

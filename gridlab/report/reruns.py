@@ -7,8 +7,10 @@ Jain & Wallace's repository (successar/AttentionExplanation, commit 425a89a) com
 code wrote when the authors reran their experiments (`graph_outputs/`): for Table 2, the mean Kendall tau of
 attention with the gradient and the share of significant instances per predicted class
 (`GradientPval_kendalltau/<dataset>+<encoder>+tanh.csv`; `tanh` is the additive attention). Leave-one-out
-is committed for all classes together only, so it has no rerun here. On the 16 tau_g numbers of gridlab's
-datasets the rerun lies 0.01-0.14 from the printed value (0.06 at the median; SST's BiLSTM 0.343 against
+is committed for all classes together only, so it has no rerun here. bAbI's files give the "Overall" row
+(pred "all"); SNLI's classes are J&W's answer indices, their label names sorted (preprocess_data_QA.py:
+0 contradiction, 1 entailment, 2 neutral), put in gridlab's order. On the 28 tau_g numbers of gridlab's
+datasets the rerun lies 0.005-0.19 from the printed value (0.06 at the median; SST's BiLSTM 0.343 against
 0.40): the authors did not reproduce their own table closer than that. The fidelity table therefore judges
 ours against the interval between the printed number and the rerun (`fidelity.verdict_for`).
 

@@ -11,7 +11,7 @@
 
 Why per cell first: instances of one model are not independent replicates of the experiment, seeds are.
 Pooling instances of several seeds would weigh seeds by their instance counts and hide seed-to-seed
-variation (J&W's mean tau moved by 0.01-0.14 between the paper and the authors' own rerun;
+variation (J&W's mean tau moved by 0.005-0.19 between the paper and the authors' own rerun;
 docs/analyses.md#pitfalls-avoided).
 The interval is a two-sided Student t-interval over the per-seed values: mean ± t(1 - a/2, n - 1) s / sqrt(n),
 with s the sample standard deviation (ddof = 1) across seeds; with one seed both are undefined (NaN).

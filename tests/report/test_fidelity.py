@@ -126,8 +126,11 @@ def test_every_rerun_joins_a_published_number(jw):
     published = table2_published()
     committed = reruns("jw_table2")
     joined = committed.merge(published, on=list(RERUN_KEYS), how="left", suffixes=("", "_joined"))
-    assert len(joined) == len(committed) == 32 and joined["published"].notna().all()
-    assert published["rerun"].notna().sum() == 32  # tau_g and its significant share, 4 datasets x 2 encoders x 2
+    assert len(joined) == len(committed) == 56 and joined["published"].notna().all()
+    # tau_g and its significant share, 2 encoders: 4 datasets x 2 classes, 3 bAbI tasks overall, SNLI's 3 classes
+    assert published["rerun"].notna().sum() == 2 * 2 * (4 * 2 + 3 + 3)
+    snli = published.query("dataset == 'snli' and encoder == 'lstm' and quantity == 'tau_g'").set_index("pred")
+    assert snli.loc["2", ["published", "rerun"]].tolist() == pytest.approx([0.36, 0.3059028])  # their 0: contradiction
     frame = fidelity(ReportInputs.load(jw.expanded), entries=[]).frame
     assert row(frame, "sst", "tau_g", "class 0")["rerun"] == pytest.approx(0.3432481)
     assert math.isnan(row(frame, "sst", "tau_loo", "class 0")["rerun"])  # committed for all classes only

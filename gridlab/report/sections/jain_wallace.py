@@ -122,7 +122,8 @@ def table2(rows: pd.DataFrame) -> Table:
         "mean ('–' with one seed); sig: share of instances with p < 0.05, averaged over seeds. Undefined τ "
         "(a constant vector, T < 2) is left out. "
         f"J&W columns: {citation('jw_table2')}, where dataset, encoder, attention and class match "
-        "(their SNLI class order is not stated, so SNLI is not matched)." + (f" All rows: {fixed}." if fixed else "")
+        "(their SNLI classes 0/1/2 are contradiction/entailment/neutral, the sorted label names of their code)."
+        + (f" All rows: {fixed}." if fixed else "")
     )
     return Table(
         "jw_table2", "J&W Table 2: attention vs gradient and leave-one-out importance", frame, caption, display
