@@ -44,6 +44,10 @@ class Comparison:
     # (expected frame, the configs it came from, inputs) -> the rows the grid really aims at, where the
     # analysis parameters or the other cells decide it (e.g. only the adversary variants requested).
     admit: Callable[..., pd.DataFrame] | None = None
+    # () -> the paper's numbers that `paper` leaves out because gridlab builds no such model (no config can
+    # aim at them): dataset, model_paper, quantity, published, table. Listed as out of reach, not dropped.
+    unmodelled: Callable[[], pd.DataFrame] | None = None
+    replicated_over: tuple[str, ...] = ()  # columns `paper` copies each number over (one number, several rows)
 
 
 def applicable_configs(inputs: ReportInputs, analyses: Sequence[str]) -> pd.DataFrame:

@@ -79,35 +79,47 @@ def all_comparisons() -> list[Comparison]:
     return [c for section in load_sections() for c in section.comparisons]
 
 
+NO_DATA, NO_MODEL = "no data", "no model"
+
+
 def out_of_reach() -> pd.DataFrame:
-    """The published numbers no grid can aim at, because their dataset is not one gridlab has (ADR tweets,
-    MIMIC, CNN, Yahoo, ...): paper, table, dataset, quantity, published, one row per number. The fidelity
-    tables list only what a grid's cells join; this lists the rest, so that every number is accounted for."""
+    """The published numbers no grid can aim at: paper, table, dataset, quantity, published, and why, one row
+    per number. `no data`: the dataset is not one gridlab has (ADR tweets, MIMIC, CNN, Yahoo, ...); `no model`:
+    gridlab builds no such model (a comparison's `unmodelled`) on a dataset it has. The fidelity tables list
+    only what a grid's cells join; this lists the rest, so that every number is accounted for."""
     parts = []
     for comparison in all_comparisons():
         paper = comparison.paper()
-        if "dataset" not in paper:
-            continue
-        outside = paper[~paper["dataset"].isin(list(DATASETS))]
-        if outside.empty:
-            continue
         citation = published(comparison.key)
-        table = outside["table"] if "table" in outside else citation["table"].iloc[0]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "paper": citation["paper"].iloc[0],
-                    "table": table,
-                    "dataset": outside["dataset"],
-                    "quantity": outside["quantity"],
-                    "published": outside["published"].astype(float),
-                }
-            )
-        )
-    columns = ["paper", "table", "dataset", "quantity", "published"]
+        if "dataset" in paper:
+            outside = paper[~paper["dataset"].isin(list(DATASETS))]
+            outside = outside.drop(columns=list(comparison.replicated_over)).drop_duplicates()
+            table = outside["table"] if "table" in outside else citation["table"].iloc[0]
+            parts.append(_unreachable(citation, outside.assign(table=table), NO_DATA))
+        if comparison.unmodelled is not None:  # on a dataset gridlab lacks too: `no data` says enough
+            numbers = comparison.unmodelled()
+            known = numbers["dataset"].isin(list(DATASETS))
+            parts += [
+                _unreachable(citation, numbers[~known], NO_DATA),
+                _unreachable(citation, numbers[known], NO_MODEL),
+            ]
+    parts = [p for p in parts if len(p)]
     if not parts:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(parts, ignore_index=True)[columns].drop_duplicates().reset_index(drop=True)
+        return pd.DataFrame(columns=["paper", "table", "dataset", "quantity", "published", "reason"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def _unreachable(citation: pd.DataFrame, numbers: pd.DataFrame, reason: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "paper": citation["paper"].iloc[0],
+            "table": numbers["table"],
+            "dataset": numbers["dataset"],
+            "quantity": numbers["quantity"],
+            "published": numbers["published"].astype(float),
+            "reason": reason,
+        }
+    )
 
 
 def fidelity(inputs: ReportInputs, entries: list[Ablation] | None = None) -> FidelityResult:

@@ -25,6 +25,8 @@ from gridlab.grid.expand import ExpandedGrid
 from gridlab.report.ablations import Ablation, load_ablations
 from gridlab.report.fidelity import (
     IDENTITY,
+    NO_DATA,
+    NO_MODEL,
     NOT_RUN,
     OUTSIDE,
     UNDEFINED,
@@ -126,18 +128,24 @@ def coverage_markdown(results: list[FidelityResult]) -> str:
 
 
 def out_of_reach_markdown() -> str:
-    """The published numbers whose dataset gridlab lacks, counted per paper, table and dataset."""
+    """The published numbers no grid can aim at, counted per paper, table, dataset and reason."""
     frame = out_of_reach()
     lines = [f"- {paper}: {why}." for paper, why in PAPERS_WITHOUT_NUMBERS.items()]
     if frame.empty:
-        return "\n".join(["Every typed-in published number has a gridlab dataset.", "", *lines])
-    counts = frame.groupby(["paper", "table", "dataset"], sort=False).size().reset_index(name="numbers")
+        return "\n".join(["Every typed-in published number has a gridlab dataset and model.", "", *lines])
+    counts = frame.groupby(["paper", "table", "dataset", "reason"], sort=False).size().reset_index(name="numbers")
+    reasons = frame["reason"].value_counts()
     return "\n".join(
         [
-            f"{len(frame)} published numbers are on datasets gridlab does not have (no public copy reachable "
-            "here, or data under licence such as MIMIC), so no grid can aim at them; their verdict is `no data`.",
+            f"{len(frame)} published numbers are out of reach, so no grid can aim at them: "
+            f"{reasons.get(NO_DATA, 0)} are on datasets gridlab does not have (`no data`: no public copy reachable "
+            f"here, or data under licence such as MIMIC) and {reasons.get(NO_MODEL, 0)} belong to models gridlab "
+            "does not build (`no model`: Rocktäschel et al.'s conditional-encoding pair model and Luong et al.'s "
+            "decoder attention, in Vashishth et al.'s Tables 2 and 3).",
             "",
-            markdown_table(counts.assign(verdict="no data")),
+            markdown_table(
+                counts.rename(columns={"reason": "verdict"})[["paper", "table", "dataset", "numbers", "verdict"]]
+            ),
             "",
             "Papers whose numbers are not typed in:",
             "",
