@@ -118,7 +118,9 @@ def coverage_markdown(results: list[FidelityResult]) -> str:
     parts = [
         "Each published number once, whichever grids aim at it: the verdict of the first grid in this document "
         "that measured it (the paper's grid where it ran, else its stated subset). Grids that sweep a setting "
-        "(the ablations) are not counted: they test why, not whether.",
+        "(the ablations) are not counted: they test why, not whether. As in the tables below, a number printed "
+        "once for several of gridlab's models counts once per model (J&W's Table 1 accuracy for both attention "
+        "functions, Meister's Table 5 JSD for every projection).",
         "",
         markdown_table(counts.rename_axis(None, axis=1)),
     ]
