@@ -38,6 +38,11 @@ class DataConfig(BaseModel):
     babi_size: Literal["10k", "1k"] | None = Field(None, description="bAbI training-set size (default 10k)")
     synthetic: SyntheticConfig | None = Field(None, description="parameters of the synthetic task")
     strip_punctuation: bool = Field(False, description="drop tokens made only of punctuation (J&W's preprocessing)")
+    inword_punctuation: Literal["keep", "split", "separate"] = Field(
+        "keep",
+        description="tokens with punctuation inside: kept whole, split at it (J&W's SST: n't -> n t) or split with "
+        "it as a token of its own (J&W's 20News: n't -> n ' t)",
+    )
     drop_titles: bool = Field(False, description="AG News: the description without its title, as J&W read it")
 
     def resolve(self, spec: DatasetSpec) -> DataConfig:

@@ -172,10 +172,11 @@ def _label_names(spec: DatasetSpec, config: DataConfig, train: list[RawExample])
 
 def _tokenize_split(examples: list[RawExample], spec: DatasetSpec, config: DataConfig) -> list[dict]:
     """Tokens of what the model reads (text, and query for pairs) lose punctuation-only tokens under
-    `strip_punctuation`; a translation target keeps them, since the model must produce them."""
-    strip = config.strip_punctuation
-    texts = tokenize((e.text for e in examples), strip_punctuation=strip)
-    queries = tokenize((e.query or "" for e in examples), strip_punctuation=strip) if spec.task == "pair" else None
+    `strip_punctuation` and are split at in-word punctuation under `inword_punctuation`; a translation target
+    keeps its tokens as they are, since the model must produce them."""
+    options = {"strip_punctuation": config.strip_punctuation, "inword_punctuation": config.inword_punctuation}
+    texts = tokenize((e.text for e in examples), **options)
+    queries = tokenize((e.query or "" for e in examples), **options) if spec.task == "pair" else None
     targets = tokenize((e.target or "" for e in examples), lang="de") if spec.task == "translation" else None
     rows = []
     for example, text in zip(examples, texts):

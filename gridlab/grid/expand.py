@@ -47,6 +47,7 @@ CELL_SCHEMA_VERSION = 1
 ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
     ("data", "test_fraction"): None,
     ("data", "drop_titles"): False,
+    ("data", "inword_punctuation"): "keep",
     ("train", "attention_lr_scale"): 1.0,
     ("model", "word_attention_mode"): "learned",
     # max_train took the first rows before it took a sample: a `head` cell is what such an id trained
