@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -174,9 +175,9 @@ def _tokenize_split(examples: list[RawExample], spec: DatasetSpec, config: DataC
     """Tokens of what the model reads (text, and query for pairs) lose punctuation-only tokens under
     `strip_punctuation` and are split at in-word punctuation under `inword_punctuation`; a translation target
     keeps its tokens as they are, since the model must produce them."""
-    options = {"strip_punctuation": config.strip_punctuation, "inword_punctuation": config.inword_punctuation}
-    texts = tokenize((e.text for e in examples), **options)
-    queries = tokenize((e.query or "" for e in examples), **options) if spec.task == "pair" else None
+    read = partial(tokenize, strip_punctuation=config.strip_punctuation, inword_punctuation=config.inword_punctuation)
+    texts = read(e.text for e in examples)
+    queries = read(e.query or "" for e in examples) if spec.task == "pair" else None
     targets = tokenize((e.target or "" for e in examples), lang="de") if spec.task == "translation" else None
     rows = []
     for example, text in zip(examples, texts):
