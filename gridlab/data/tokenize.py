@@ -69,8 +69,8 @@ def pieces(token: str, inword_punctuation: InwordPunctuation) -> list[tuple[str,
         return [(normalise(token), 0, len(token))]
     words = list(_WORD_CHARACTERS.finditer(token))
     out = [(words[0].group().lower(), words[0].start(), words[0].end())]
-    for before, word in zip(words, words[1:]):
-        if inword_punctuation == "separate":  # the run between two words, as its last character
+    for word in words[1:]:
+        if inword_punctuation == "separate":  # the run before this word, as its last character
             out.append((token[word.start() - 1], word.start() - 1, word.start()))
         out.append((word.group().lower(), word.start(), word.end()))
     return out
