@@ -44,6 +44,13 @@ def incompatibilities(config: CellConfig) -> list[tuple[str, str]]:
                 f"{model.hidden_size} is not divisible by model.transformer_heads = {model.transformer_heads}",
             )
         )
+    if model.query_embedding == "separate" and config.architecture != "pair":
+        problems.append(
+            (
+                "model.query_embedding",
+                f"'separate' needs a pair model (architecture pair), not '{config.architecture}' (expected shared)",
+            )
+        )
     problems += _embedding_problems(model.embeddings, model.embedding_dim)
     return problems
 

@@ -47,7 +47,14 @@ class TrainConfig(Strict):
     epochs: int = Field(8, ge=1)
     batch_size: int = Field(32, ge=1)
     lr: float = Field(1e-3, gt=0)
-    weight_decay: float = Field(1e-5, ge=0, description="not applied to attention parameters (J&W)")
+    weight_decay: float = Field(
+        1e-5,
+        ge=0,
+        description="not applied to attention parameters (J&W's single-sequence code) unless attention_weight_decay",
+    )
+    attention_weight_decay: bool = Field(
+        False, description="weight decay on the attention parameters too, as J&W's pair-model (QA/NLI) code has it"
+    )
     attention_lr_scale: float = Field(
         1.0, gt=0, description="the attention parameters' learning rate is lr times this (Meister et al.: 1 or 10)"
     )
@@ -88,6 +95,11 @@ class ModelConfig(Strict):
     )
     embedding_init_std: float = Field(
         0.1, gt=0, description="std of the N(0, std^2) start of embeddings without a pretrained vector"
+    )
+    query_embedding: Literal["shared", "separate"] = Field(
+        "shared",
+        description="pair models: the query (question, hypothesis) reads the premise's embedding matrix, or a "
+        "matrix of its own with the same start (J&W's code: one per encoder)",
     )
     dropout: float = Field(0.0, ge=0, lt=1)
     transformer_layers: int = Field(2, ge=1, description="Meister et al.: 2")

@@ -10,8 +10,9 @@ An analysis intervenes between the parts: it permutes or erases `alpha`, or feed
 embeddings (`model.embed(batch)` with `requires_grad`) to take gradients with respect to the input.
 
 - `FlatClassifier` (FLAN / J&W): one attention layer over the tokens.
-- `PairClassifier` (J&W's NLI/QA models, Vashishth §3.2): premise and query encoded separately; attention
-  over the premise is conditioned on the query's summary q; output `W tanh(W_c c + W_q q)`.
+- `PairClassifier` (J&W's NLI/QA models, Vashishth §3.2): premise and query encoded separately (from one
+  embedding matrix, or one each as in J&W's code); attention over the premise is conditioned on the
+  query's summary q; output `W tanh(W_c c + W_q q)`.
 - `HierarchicalClassifier` (HAN, S&S): word attention builds sentence vectors, a sentence encoder and the
   final attention layer build the document vector. `encode` returns the sentence level (the layer the
   analyses act on); the word-level weights of the last pass are in `encoded.word_alpha`. The attention
@@ -129,7 +130,14 @@ class FlatClassifier(AttentionClassifier):
 
 
 class PairClassifier(AttentionClassifier):
-    def __init__(self, sizes: Sizes, premise_encoder: Encoder, query_encoder: Encoder, attention: AttentionSpec):
+    def __init__(
+        self,
+        sizes: Sizes,
+        premise_encoder: Encoder,
+        query_encoder: Encoder,
+        attention: AttentionSpec,
+        separate_query_embedding: bool = False,
+    ):
         super().__init__()
         self.embedding = _embedding(sizes)
         self.encoder = premise_encoder
@@ -139,6 +147,11 @@ class PairClassifier(AttentionClassifier):
         self.context_layer = nn.Linear(premise_encoder.output_dim, sizes.attention)
         self.query_layer = nn.Linear(query_encoder.output_dim, sizes.attention, bias=False)
         self.classifier = nn.Linear(sizes.attention, sizes.classes)
+        self.query_embedding: nn.Embedding | None = None
+        if separate_query_embedding:  # built without a draw and registered last: `build_model` draws its start
+            # after every other parameter's, so the two models differ in this matrix alone
+            empty = torch.zeros(sizes.vocab, sizes.embedding)
+            self.query_embedding = nn.Embedding(sizes.vocab, sizes.embedding, padding_idx=PAD_ID, _weight=empty)
 
     def encode(
         self, batch: Batch, embedded: torch.Tensor | None = None, premise: torch.Tensor | None = None
@@ -148,7 +161,8 @@ class PairClassifier(AttentionClassifier):
         if batch.query_ids is None or batch.query_lengths is None:
             raise ValueError("a pair model needs batches with a query (query_ids, query_lengths)")
         query_tokens = batch.query_ids != PAD_ID
-        xq = self.dropout(self.embedding(batch.query_ids))
+        embedding = self.embedding if self.query_embedding is None else self.query_embedding
+        xq = self.dropout(embedding(batch.query_ids))
         hq = self.query_encoder(xq, batch.query_lengths, query_tokens)
         return Encoded(h, batch.mask, self.query_encoder.summary(hq, batch.query_lengths, query_tokens))
 

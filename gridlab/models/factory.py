@@ -49,6 +49,8 @@ def build_model(
                 module.weight[PAD_ID] = 0.0
         if embeddings is not None:  # pretrained or word2vec vectors (`initial_embeddings`)
             model.embedding.weight.copy_(embeddings)
+            if isinstance(model, PairClassifier) and model.query_embedding is not None:
+                model.query_embedding.weight.copy_(embeddings)  # J&W: both encoders start from the vectors
     return model
 
 
@@ -73,7 +75,8 @@ def _architecture(config: CellConfig, data: PreparedDataset) -> AttentionClassif
     if config.architecture == "flat":
         return FlatClassifier(sizes, encoder(m.embedding_dim), spec)
     if config.architecture == "pair":
-        return PairClassifier(sizes, encoder(m.embedding_dim), encoder(m.embedding_dim), spec)
+        separate = m.query_embedding == "separate"
+        return PairClassifier(sizes, encoder(m.embedding_dim), encoder(m.embedding_dim), spec, separate)
     words = encoder(m.embedding_dim)
     word_mode = config.attention_mode if m.word_attention_mode == "as_cell" else "learned"
     return HierarchicalClassifier(sizes, words, encoder(words.output_dim), spec, word_mode)

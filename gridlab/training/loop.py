@@ -92,13 +92,19 @@ def batch_loss(model: nn.Module, batch, reduction: str = "mean") -> torch.Tensor
 
 
 def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimizer:
+    """Adam with the attention parameters in a group of their own: their learning rate is scaled
+    (`attention_lr_scale`) and they escape weight decay unless `attention_weight_decay` (J&W's pair code)."""
     names = getattr(model, "attention_parameter_names", None)
-    exempt: set[str] = names() if callable(names) else set()
-    decayed = [p for n, p in model.named_parameters() if n not in exempt]
-    undecayed = [p for n, p in model.named_parameters() if n in exempt]
+    attention_names: set[str] = names() if callable(names) else set()
+    rest = [p for n, p in model.named_parameters() if n not in attention_names]
+    attention = [p for n, p in model.named_parameters() if n in attention_names]
     groups = [
-        {"params": decayed, "weight_decay": train.weight_decay},
-        {"params": undecayed, "weight_decay": 0.0, "lr": train.lr * train.attention_lr_scale},
+        {"params": rest, "weight_decay": train.weight_decay},
+        {
+            "params": attention,
+            "weight_decay": train.weight_decay if train.attention_weight_decay else 0.0,
+            "lr": train.lr * train.attention_lr_scale,
+        },
     ]
     return torch.optim.Adam(groups, lr=train.lr, amsgrad=train.amsgrad)
 

@@ -67,6 +67,22 @@ def test_attention_parameters_are_exempt_from_weight_decay(synthetic):
     assert decayed["lr"] == undecayed["lr"] == config.train.lr
 
 
+def test_attention_weight_decay_decays_the_attention_group_too(synthetic):
+    """J&W's pair-model code decays every parameter; the option is id-neutral when off."""
+    from gridlab.grid.expand import cell_id
+    from gridlab.training.loop import make_optimizer
+
+    plain = CellConfig(dataset="synthetic", model=SMALL, train=TrainConfig(weight_decay=0.1))
+    decaying = plain.model_copy(update={"train": TrainConfig(weight_decay=0.1, attention_weight_decay=True)})
+    model = build_model(decaying, synthetic)
+    rest, attention = make_optimizer(model, decaying.train).param_groups
+    assert rest["weight_decay"] == attention["weight_decay"] == 0.1
+    names = model.attention_parameter_names()
+    assert {id(p) for p in attention["params"]} == {id(p) for n, p in model.named_parameters() if n in names}
+    explicit = plain.model_copy(update={"train": TrainConfig(weight_decay=0.1, attention_weight_decay=False)})
+    assert cell_id(explicit) == cell_id(plain) != cell_id(decaying)
+
+
 def test_attention_learning_rate_scale(synthetic):
     """Meister et al. train the attention parameters at 1x or 10x the others' rate; the scale is id-neutral."""
     from gridlab.grid.expand import cell_id
