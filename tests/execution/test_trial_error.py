@@ -43,7 +43,8 @@ def epoch_state(folder: Path, epoch: int) -> Path:
 
 @pytest.fixture
 def progress(tmp_path: Path) -> GridProgress:
-    tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "g", TrackingJournal(tmp_path / "tracking"))
+    journal = TrackingJournal(tmp_path / "tracking")
+    tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "g", journal, artifact_root=tmp_path / "artifacts")
     lines: list[str] = []
     progress = GridProgress("g", tmp_path / "models", tracker, tracker.start_launch(1), {"c1": CONFIG}, 0, lines.append)
     progress.lines = lines  # type: ignore[attr-defined]
