@@ -51,6 +51,14 @@ def incompatibilities(config: CellConfig) -> list[tuple[str, str]]:
                 f"'separate' needs a pair model (architecture pair), not '{config.architecture}' (expected shared)",
             )
         )
+    if model.average_activation != "relu" and config.encoder != "average":
+        problems.append(
+            (
+                "model.average_activation",
+                f"'{model.average_activation}' applies to the average encoder only, not '{config.encoder}' "
+                "(set it in an override `when: {encoder: average}`)",
+            )
+        )
     problems += _embedding_problems(model.embeddings, model.embedding_dim)
     return problems
 

@@ -84,6 +84,11 @@ class ModelConfig(Strict):
     hidden_size: int = Field(128, ge=1, description="per direction for recurrent encoders")
     attention_size: int = Field(128, ge=1, description="hidden size of additive attention")
     cnn_variant: Literal["jain_wallace", "serrano_smith"] = "jain_wallace"
+    average_activation: Literal["relu", "tanh"] = Field(
+        "relu",
+        description="the average encoder's activation after its projection: ReLU as J&W's paper says (A.3), or "
+        "tanh as their code builds it (configurations.py, 'average+tanh')",
+    )
     embeddings: str | None = Field(
         None, description="null (trained from scratch), 'word2vec', a named vector set (glove.6B.50d, ...) or a file"
     )

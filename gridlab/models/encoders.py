@@ -6,7 +6,8 @@
 - `lstm`, `gru`: bidirectional, packed by length so padding never reaches a real position (J&W, S&S).
 - `cnn`: J&W's kernels 1, 3, 5, 7 x `hidden` filters (ReLU), or S&S's widths 3 and 5 concatenated.
   Same-length zero padding, and `<pad>` embeds to zero, so a padded batch equals the instance alone.
-- `average`: J&W's "average" encoder, linear + ReLU per token (order-free).
+- `average`: J&W's "average" encoder, linear + ReLU per token (order-free); their code applies tanh instead
+  (`activation="tanh"`).
 - `noenc`: S&S's encoderless model, h = the embeddings.
 - `transformer`: Meister's 2-layer, 1-head, hidden-128 self-attention encoder (`gridlab.models.transformer`).
 
@@ -74,13 +75,14 @@ class Convolutional(Encoder):
 
 
 class Average(Encoder):
-    def __init__(self, input_dim: int, hidden: int):
+    def __init__(self, input_dim: int, hidden: int, activation: str = "relu"):
         super().__init__()
         self.projection = nn.Linear(input_dim, hidden)
+        self.activation = {"relu": torch.relu, "tanh": torch.tanh}[activation]
         self.output_dim = hidden
 
     def forward(self, x, lengths, tokens):
-        return torch.relu(self.projection(x))
+        return self.activation(self.projection(x))
 
 
 class Identity(Encoder):
@@ -103,14 +105,20 @@ class Transformer(Encoder):
 
 
 def build_encoder(
-    kind: str, input_dim: int, hidden: int, cnn_variant: str = "jain_wallace", layers: int = 2, heads: int = 1
+    kind: str,
+    input_dim: int,
+    hidden: int,
+    cnn_variant: str = "jain_wallace",
+    layers: int = 2,
+    heads: int = 1,
+    average_activation: str = "relu",
 ) -> Encoder:
     if kind in ("lstm", "gru"):
         return Recurrent(kind, input_dim, hidden)
     if kind == "cnn":
         return Convolutional(input_dim, hidden, JW_KERNELS if cnn_variant == "jain_wallace" else SS_KERNELS)
     if kind == "average":
-        return Average(input_dim, hidden)
+        return Average(input_dim, hidden, average_activation)
     if kind == "noenc":
         return Identity(input_dim)
     if kind == "transformer":

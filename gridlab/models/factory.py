@@ -68,7 +68,13 @@ def _architecture(config: CellConfig, data: PreparedDataset) -> AttentionClassif
 
     def encoder(input_dim: int):
         return build_encoder(
-            config.encoder, input_dim, m.hidden_size, m.cnn_variant, m.transformer_layers, m.transformer_heads
+            config.encoder,
+            input_dim,
+            m.hidden_size,
+            m.cnn_variant,
+            m.transformer_layers,
+            m.transformer_heads,
+            m.average_activation,
         )
 
     sizes = Sizes(len(data.vocab), m.embedding_dim, len(data.label_names), m.attention_size, m.dropout)
