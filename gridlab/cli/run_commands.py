@@ -4,6 +4,7 @@ where each cell stands, and send MLflow what a tracking outage held back."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -12,12 +13,25 @@ from rich.table import Table
 from gridlab.cli.grid_commands import GridArg, JsonOption, WhereOption, load, uploading
 from gridlab.cli.output import LiveBoard, console, echo, user_errors
 from gridlab.errors import GridlabError
-from gridlab.grid.expand import ID_LENGTH
+from gridlab.grid.expand import ID_LENGTH, ExpandedGrid
 from gridlab.grid.suggest import unknown
 from gridlab.store.layout import CellFiles
 from gridlab.store.lock import exclusive
 from gridlab.store.models import ModelStore
 from gridlab.text import counted
+
+AnalysisOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--analysis", metavar="ANALYSIS", help="Only this analysis id (repeatable); the others wait for a later run."
+    ),
+]
+
+
+def _check_analyses(expanded: ExpandedGrid, analysis: list[str] | None, grid: Path) -> None:
+    for analysis_id in analysis or []:
+        if analysis_id not in expanded.analyses:
+            raise GridlabError(unknown("analysis", analysis_id, list(expanded.analyses)) + f" (the analyses of {grid})")
 
 
 @user_errors
@@ -33,17 +47,19 @@ def launch(
         ),
     ] = None,
     where: WhereOption = None,
+    analysis: AnalysisOption = None,
 ) -> None:
     """Train every untrained cell (resuming an interrupted launch first) and run the grid's analyses."""
     from gridlab.execution.launch import launch as run_launch  # Ray and MLflow load only for this command
 
     expanded = load(grid, where)
+    _check_analyses(expanded, analysis, grid)
     with uploading(expanded):
         if console.is_terminal:  # a live row per running trial and for the analyses, redrawn in place
             with LiveBoard() as board:
-                report = run_launch(expanded, force or [], address, emit=echo, status=board.status)
+                report = run_launch(expanded, force or [], address, emit=echo, status=board.status, only=analysis)
         else:  # a log, a pipe, CI: a plain line per epoch and per shard
-            report = run_launch(expanded, force or [], address, emit=echo)
+            report = run_launch(expanded, force or [], address, emit=echo, only=analysis)
     if report.trained or report.failed:
         echo(f"done: {len(report.trained)} trained, {len(report.failed)} failed, {report.skipped} already trained")
     for cell_id, reason in report.failed.items():
@@ -58,9 +74,7 @@ def launch(
 @user_errors
 def analyze(
     grid: GridArg,
-    analysis: Annotated[
-        Optional[list[str]], typer.Option("--analysis", metavar="ANALYSIS", help="Only this analysis id (repeatable).")
-    ] = None,
+    analysis: AnalysisOption = None,
     address: Annotated[Optional[str], typer.Option(help="Ray address; default: the grid's ray.address.")] = None,
     where: WhereOption = None,
 ) -> None:
@@ -70,9 +84,7 @@ def analyze(
     from gridlab.execution.ray_session import ray_session
 
     expanded = load(grid, where)
-    for analysis_id in analysis or []:
-        if analysis_id not in expanded.analyses:
-            raise GridlabError(unknown("analysis", analysis_id, list(expanded.analyses)) + f" (the analyses of {grid})")
+    _check_analyses(expanded, analysis, grid)
     with (
         uploading(expanded),
         exclusive(expanded.workspace, "analyze"),

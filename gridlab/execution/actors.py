@@ -71,14 +71,22 @@ class AnalysisReport:
 
 
 class AnalysisDispatcher:
-    """A queue of shard jobs in front of a pool of `AnalysisActor`s; driven by `pump` (never blocks long)."""
+    """A queue of shard jobs in front of a pool of `AnalysisActor`s; driven by `pump` (never blocks long).
+    With `only`, it runs those analyses of every job and leaves the others for a later launch."""
 
-    def __init__(self, grid: ExpandedGrid, emit: Callable[[str], None], status: Status | None = None):
+    def __init__(
+        self,
+        grid: ExpandedGrid,
+        emit: Callable[[str], None],
+        status: Status | None = None,
+        only: list[str] | None = None,
+    ):
         check_shard_order(grid.workspace)
         self.grid = grid
         self.emit = emit
         self.show = status  # a live row for the analyses (a terminal), else None: a line per shard
-        self.report = AnalysisReport(not_implemented=not_implemented(grid))
+        self.only = only
+        self.report = AnalysisReport(not_implemented=not_implemented(grid, only))
         self._queue: deque[ShardJob] = deque()
         self._idle: list = []
         self._busy: dict[ray.ObjectRef, tuple[object, ShardJob]] = {}
@@ -91,7 +99,11 @@ class AnalysisDispatcher:
         """Queue the parts of these jobs that are not queued or running already; returns the shards queued."""
         queued = len(self._queue)
         for job in jobs:
-            fresh = {a: p for a, p in job.analyses.items() if (job.cell_id, job.shard.index, a) not in self._submitted}
+            fresh = {
+                a: p
+                for a, p in job.analyses.items()
+                if (job.cell_id, job.shard.index, a) not in self._submitted and (self.only is None or a in self.only)
+            }
             if fresh:
                 self._submitted |= {(job.cell_id, job.shard.index, a) for a in fresh}
                 self._queue.append(ShardJob(job.grid, job.cell_id, job.shard, fresh, job.batch_size, job.peers))

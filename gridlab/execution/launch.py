@@ -82,12 +82,13 @@ def launch(
     address: str | None,
     emit: Callable[[str], None],
     status: Status | None = None,
+    only: list[str] | None = None,
 ) -> LaunchReport:
-    """Train what is untrained and run (or resume) the analyses of every trained cell, each model's as soon
-    as it is trained. A forced cell's old rows (and its seed peers' seed_variance rows) are dropped first.
-    Its start and end go to the grid's launch log (a study's wall time, `gridlab fidelity`)."""
+    """Train what is untrained and run (or resume) the analyses of every trained cell (`only` those), each
+    model's as soon as it is trained. A forced cell's old rows (and its seed peers' seed_variance rows) are
+    dropped first. Its start and end go to the grid's launch log (a study's wall time, `gridlab fidelity`)."""
     with exclusive(grid.workspace, "launch"), _timed(grid) as record:
-        report = _launch(grid, force, address, emit, status)
+        report = _launch(grid, force, address, emit, status, only)
         record.update(trained=len(report.trained), failed=len(report.failed))
     return report
 
@@ -119,14 +120,19 @@ def _log_launch(grid: ExpandedGrid, line: dict) -> None:
 
 
 def _launch(
-    grid: ExpandedGrid, force: list[str], address: str | None, emit: Callable[[str], None], status: Status | None
+    grid: ExpandedGrid,
+    force: list[str],
+    address: str | None,
+    emit: Callable[[str], None],
+    status: Status | None,
+    only: list[str] | None,
 ) -> LaunchReport:
     pending = cells_to_train(grid, force)
     _drop_stale_rows(grid, force, emit)
     tracker = tracker_for(grid)
     tracker.deliver()  # what an earlier launch could not send goes first
     with ray_session(address if address is not None else grid.spec.ray.address):
-        dispatcher = AnalysisDispatcher(grid, emit, status) if grid.analyses else None
+        dispatcher = AnalysisDispatcher(grid, emit, status, only) if grid.analyses else None
         try:
             report = _train(grid, pending, force, emit, dispatcher, tracker, status)
             tracker.finish_published(_published(grid))

@@ -181,3 +181,32 @@ def test_force_retrains_only_the_chosen_cell(tmp_path: Path, data_dir: Path, mon
     assert [m.step for m in client.get_metric_history(new["run_id"].iloc[0], "test_accuracy")] == [best]
     unknown = CliRunner().invoke(app, ["launch", str(path), "--force", "abc"])
     assert unknown.exit_code == 1 and "unknown cell id 'abc'" in unknown.stderr
+
+
+def test_an_analysis_chosen_at_launch_runs_alone_and_the_next_launch_adds_the_rest(
+    tmp_path: Path, data_dir: Path, monkeypatch, local_ray
+):
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    path = write_grid(
+        tmp_path,
+        grid={"dataset": ["synthetic"], "encoder": ["average"]},
+        analyses={"permutation": {"n": 5}, "erasure_single": {}},
+        instances=32,
+        shard_size=32,
+    )
+    analyses = tmp_path / "runs" / "g" / "analyses"
+    first = CliRunner().invoke(app, ["launch", str(path), "--analysis", "permutation"])
+    assert first.exit_code == 0, first.output
+    assert sorted(p.name for p in analyses.iterdir() if p.is_dir()) == ["permutation"]
+    (cell,) = cells(path)
+    trained = (tmp_path / "runs" / "g" / "models" / cell.id / "model.pt").stat().st_mtime_ns
+    rest = launch(path)
+    assert rest.exit_code == 0, rest.output
+    assert "nothing to train" in rest.output and "analyses: 1 shards to run (1 parts already written)" in rest.output
+    assert sorted(p.name for p in analyses.iterdir() if p.is_dir()) == ["erasure_single", "permutation"]
+    assert (tmp_path / "runs" / "g" / "models" / cell.id / "model.pt").stat().st_mtime_ns == trained
+    summary = pd.read_parquet(tmp_path / "runs" / "g" / "summary.parquet")
+    prefixes = {column.split(".")[0] for column in summary.columns if "." in column}
+    assert {"permutation", "erasure_single"} <= prefixes  # the summary has both analyses
+    typo = CliRunner().invoke(app, ["launch", str(path), "--analysis", "permutatoin"])
+    assert typo.exit_code != 0 and "did you mean 'permutation'?" in typo.output
