@@ -51,6 +51,14 @@ def incompatibilities(config: CellConfig) -> list[tuple[str, str]]:
                 f"'separate' needs a pair model (architecture pair), not '{config.architecture}' (expected shared)",
             )
         )
+    if model.pair_output != "context_and_query" and config.architecture != "pair":
+        problems.append(
+            (
+                "model.pair_output",
+                f"'{model.pair_output}' needs a pair model (architecture pair), not '{config.architecture}' "
+                "(expected context_and_query)",
+            )
+        )
     if model.average_activation != "relu" and config.encoder != "average":
         problems.append(
             (

@@ -106,6 +106,12 @@ class ModelConfig(Strict):
         description="pair models: the query (question, hypothesis) reads the premise's embedding matrix, or a "
         "matrix of its own with the same start (J&W's code: one per encoder)",
     )
+    pair_output: Literal["context_and_query", "context"] = Field(
+        "context_and_query",
+        description="pair models: the output reads the attention's context and the query's summary, "
+        "W tanh(W_c c + W_q q) (J&W's code), or the context alone, W c (Vashishth et al. 3.2: the query "
+        "reaches the output only through attention)",
+    )
     dropout: float = Field(0.0, ge=0, lt=1)
     transformer_layers: int = Field(2, ge=1, description="Meister et al.: 2")
     transformer_heads: int = Field(1, ge=1, description="Meister et al.: 1")

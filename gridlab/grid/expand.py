@@ -52,6 +52,7 @@ ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
     ("train", "attention_weight_decay"): False,
     ("model", "query_embedding"): "shared",
     ("model", "average_activation"): "relu",
+    ("model", "pair_output"): "context_and_query",
     ("model", "word_attention_mode"): "learned",
     # max_train took the first rows before it took a sample: a `head` cell is what such an id trained
     ("train", "subset"): "head",

@@ -12,7 +12,7 @@ embeddings (`model.embed(batch)` with `requires_grad`) to take gradients with re
 - `FlatClassifier` (FLAN / J&W): one attention layer over the tokens.
 - `PairClassifier` (J&W's NLI/QA models, Vashishth §3.2): premise and query encoded separately (from one
   embedding matrix, or one each as in J&W's code); attention over the premise is conditioned on the
-  query's summary q; output `W tanh(W_c c + W_q q)`.
+  query's summary q; output `W tanh(W_c c + W_q q)` (J&W), or `W c` with `model.pair_output: context` (Vashishth).
 - `HierarchicalClassifier` (HAN, S&S): word attention builds sentence vectors, a sentence encoder and the
   final attention layer build the document vector. `encode` returns the sentence level (the layer the
   analyses act on); the word-level weights of the last pass are in `encoded.word_alpha`. The attention
@@ -137,6 +137,7 @@ class PairClassifier(AttentionClassifier):
         query_encoder: Encoder,
         attention: AttentionSpec,
         separate_query_embedding: bool = False,
+        query_in_output: bool = True,
     ):
         super().__init__()
         self.embedding = _embedding(sizes)
@@ -144,9 +145,14 @@ class PairClassifier(AttentionClassifier):
         self.query_encoder = query_encoder
         self.attention = Attention(attention, premise_encoder.output_dim, query_encoder.output_dim, sizes.attention)
         self.dropout = nn.Dropout(sizes.dropout)
-        self.context_layer = nn.Linear(premise_encoder.output_dim, sizes.attention)
-        self.query_layer = nn.Linear(query_encoder.output_dim, sizes.attention, bias=False)
-        self.classifier = nn.Linear(sizes.attention, sizes.classes)
+        self.context_layer: nn.Linear | None = None
+        self.query_layer: nn.Linear | None = None
+        if query_in_output:  # J&W's AttnDecoderQA: W tanh(W_c c + W_q q)
+            self.context_layer = nn.Linear(premise_encoder.output_dim, sizes.attention)
+            self.query_layer = nn.Linear(query_encoder.output_dim, sizes.attention, bias=False)
+            self.classifier = nn.Linear(sizes.attention, sizes.classes)
+        else:  # Vashishth et al. §3.2: the context alone to a dense layer, the query reaching it only through alpha
+            self.classifier = nn.Linear(premise_encoder.output_dim, sizes.classes)
         self.query_embedding: nn.Embedding | None = None
         if separate_query_embedding:  # built without a draw and registered last: `build_model` draws its start
             # after every other parameter's, so the two models differ in this matrix alone
@@ -167,10 +173,14 @@ class PairClassifier(AttentionClassifier):
         return Encoded(h, batch.mask, self.query_encoder.summary(hq, batch.query_lengths, query_tokens))
 
     def output(self, context, query):
+        if self.context_layer is None or self.query_layer is None:
+            return self.classifier(self.dropout(context))
         hidden = torch.tanh(self.context_layer(self.dropout(context)) + self.query_layer(query))
         return self.classifier(hidden)
 
     def value_map(self, h: torch.Tensor) -> torch.Tensor:
+        if self.context_layer is None:
+            return super().value_map(h)
         return h @ self.context_layer.weight.T  # the context's linear part before the query joins it
 
 

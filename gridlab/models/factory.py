@@ -81,8 +81,10 @@ def _architecture(config: CellConfig, data: PreparedDataset) -> AttentionClassif
     if config.architecture == "flat":
         return FlatClassifier(sizes, encoder(m.embedding_dim), spec)
     if config.architecture == "pair":
-        separate = m.query_embedding == "separate"
-        return PairClassifier(sizes, encoder(m.embedding_dim), encoder(m.embedding_dim), spec, separate)
+        separate, query_in_output = m.query_embedding == "separate", m.pair_output == "context_and_query"
+        return PairClassifier(
+            sizes, encoder(m.embedding_dim), encoder(m.embedding_dim), spec, separate, query_in_output
+        )
     words = encoder(m.embedding_dim)
     word_mode = config.attention_mode if m.word_attention_mode == "as_cell" else "learned"
     return HierarchicalClassifier(sizes, words, encoder(words.output_dim), spec, word_mode)
