@@ -6,8 +6,8 @@
 - `lstm`, `gru`: bidirectional; padding never reaches a real position (J&W, S&S).
 - `cnn`: J&W's kernels 1, 3, 5, 7 x `hidden` filters (ReLU), or S&S's widths 3 and 5 concatenated.
   Same-length zero padding, and `<pad>` embeds to zero, so a padded batch equals the instance alone.
-- `average`: J&W's "average" encoder, linear + ReLU per token (order-free); their code applies tanh instead
-  (`activation="tanh"`).
+- `average`: J&W's "average" encoder, linear + ReLU per token (order-free); tanh instead, as their code
+  builds it, with `model.average_activation: tanh`.
 - `noenc`: S&S's encoderless model, h = the embeddings.
 - `transformer`: Meister's 2-layer, 1-head, hidden-128 self-attention encoder (`gridlab.models.transformer`).
 
@@ -44,9 +44,9 @@ class Encoder(nn.Module, ABC):
 class Recurrent(Encoder):
     """A one-layer bidirectional LSTM/GRU. On a CPU each direction runs as its own one-way pass over the padded
     batch, the backward one over each row reversed within its length: padding then only ever follows a row's
-    tokens, so no real position reads it, and oneDNN's fused LSTM takes the pass (6x faster than a packed
-    sequence to train, and a row's states are the same bit for bit whatever batch it comes in). On CUDA the
-    packed sequence goes to cuDNN, which wants the module's own flat weights."""
+    tokens, so no real position reads it, and oneDNN's fused LSTM takes the pass (2-5x faster than a packed
+    sequence to train, bench/recurrent.py; a row's LSTM states are the same bit for bit whatever batch it comes
+    in). On CUDA the packed sequence goes to cuDNN, which wants the module's own flat weights."""
 
     def __init__(self, cell: str, input_dim: int, hidden: int):
         super().__init__()
