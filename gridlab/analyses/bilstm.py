@@ -26,7 +26,7 @@ from torch import nn
 
 from gridlab.data.batching import Batch
 from gridlab.models.classifier import AttentionClassifier, FlatClassifier, PairClassifier
-from gridlab.models.encoders import Recurrent
+from gridlab.models.encoders import Recurrent, reversed_within
 
 if TYPE_CHECKING:
     from gridlab.analyses.common import SharedPass
@@ -249,8 +249,8 @@ def _reading(model: AttentionClassifier, batch: Batch) -> tuple[LstmWeights, tor
         raise ValueError("a written-out BiLSTM pass needs a flat/pair model with a BiLSTM premise encoder")
     weights = LstmWeights.of(model.embedding, rnn)
     ids = batch.ids.to(weights.table.device)
-    slots = torch.arange(ids.shape[1], device=ids.device)
-    lengths = batch.lengths.clamp_min(1).to(ids.device)[:, None]  # as `Recurrent.forward` packs them
-    reverse, inside = (lengths - 1 - slots).clamp_min(0), slots < lengths
+    lengths = batch.lengths.clamp_min(1).to(ids.device)  # as `Recurrent.forward` reads them
+    reverse = reversed_within(lengths, ids.shape[1])
+    inside = torch.arange(ids.shape[1], device=ids.device) < lengths[:, None]
     rows = torch.stack([ids.t(), ids.gather(1, reverse).t() + weights.vocabulary], dim=1)  # (Tw, 2, B)
     return weights, rows, reverse, inside

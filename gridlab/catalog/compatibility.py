@@ -44,21 +44,8 @@ def incompatibilities(config: CellConfig) -> list[tuple[str, str]]:
                 f"{model.hidden_size} is not divisible by model.transformer_heads = {model.transformer_heads}",
             )
         )
-    if model.query_embedding == "separate" and config.architecture != "pair":
-        problems.append(
-            (
-                "model.query_embedding",
-                f"'separate' needs a pair model (architecture pair), not '{config.architecture}' (expected shared)",
-            )
-        )
-    if model.pair_output != "context_and_query" and config.architecture != "pair":
-        problems.append(
-            (
-                "model.pair_output",
-                f"'{model.pair_output}' needs a pair model (architecture pair), not '{config.architecture}' "
-                "(expected context_and_query)",
-            )
-        )
+    problems += _pair_only(config, "query_embedding", "shared")
+    problems += _pair_only(config, "pair_output", "context_and_query")
     if model.average_activation != "relu" and config.encoder != "average":
         problems.append(
             (
@@ -69,6 +56,19 @@ def incompatibilities(config: CellConfig) -> list[tuple[str, str]]:
         )
     problems += _embedding_problems(model.embeddings, model.embedding_dim)
     return problems
+
+
+def _pair_only(config: CellConfig, key: str, default: str) -> list[tuple[str, str]]:
+    """A model setting that only a pair model reads must keep its default elsewhere."""
+    value = getattr(config.model, key)
+    if value == default or config.architecture == "pair":
+        return []
+    return [
+        (
+            f"model.{key}",
+            f"'{value}' needs a pair model (architecture pair), not '{config.architecture}' (expected {default})",
+        )
+    ]
 
 
 def _embedding_problems(embeddings: str | None, dim: int) -> list[tuple[str, str]]:

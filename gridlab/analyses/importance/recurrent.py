@@ -18,6 +18,7 @@ from gridlab.analyses.common import SharedPass
 from gridlab.analyses.importance.deletion import shift_index, with_pad_slot
 from gridlab.data.batching import Batch
 from gridlab.models.classifier import AttentionClassifier
+from gridlab.models.encoders import reversed_within
 
 RECURRENT_GROUP = 4  # resumed recurrences per group: RECURRENT_GROUP * chunk_elements states
 CHECK_EVERY = 4  # steps between two checks whether a resumed run has rejoined the full pass (`_Resumed`)
@@ -64,9 +65,8 @@ class _RecurrentStates:
             return _RecurrentStates(_lstm_direction(lstm, 0), _lstm_direction(lstm, 1), lengths)
         x = model.dropout(model.embed(batch))  # (B, Tw, d)
         h = shared.encoded.h  # (B, Tw, 2H) forward | backward
-        lengths = batch.lengths.clamp_min(1).to(x.device)  # as `Recurrent.forward` packs them
-        slots = torch.arange(x.shape[1], device=x.device)  # (Tw,)
-        reverse = (lengths[:, None] - 1 - slots[None, :]).clamp_min(0)  # (B, Tw) position read at each slot
+        lengths = batch.lengths.clamp_min(1).to(x.device)  # as `Recurrent.forward` reads them
+        reverse = reversed_within(lengths, x.shape[1])  # (B, Tw) position read at each slot
         hidden = h.shape[-1] // 2
         forward = _gru_direction(rnn, "", x, h[..., :hidden])
         backward = _gru_direction(
