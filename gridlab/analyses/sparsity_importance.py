@@ -1,7 +1,7 @@
 """`sparsity_importance` — Meister et al. §3–4, Appendix A (docs/analyses.md#sparsity_importance): how
 dispersed is feature importance (FI), and how does attention rank the items against it?
 
-    >>> context = AnalysisContext(cell_id, model.eval(), device, NoParams())
+    >>> context = AnalysisContext(cell_id, model.eval(), device, SparsityParams())
     >>> columns = sparsity_importance.run(context, forward_once(model, batch))
     >>> columns["entropy_gy_x"], columns["tau_gy_x"]   # (B,) floats or None
     >>> normalised_entropy(np.array([0.5, 0.5]))       # 1.0
@@ -20,7 +20,9 @@ sum 1 over the items (their Eq. 4–6):
 - `gh_x`: g_{h_p}(x_i) = ||d ||h_p||_2 / d X_i||_2 for every item p; the column is the mean over p of the
   normalised entropies (their Table 1). One backward per p over the whole batch (instances never interact,
   so the gradient of the batch's summed ||h_p|| is each instance's own): T backwards per batch, which is
-  O(T^2) work, as the Jacobian it is.
+  O(T^2) work, as the Jacobian it is. The parameter `gh_x_positions` = N averages over at most N items p
+  evenly spaced over the instance (`sampled_ranks`) instead: N backwards, an estimate of the same mean for
+  long documents (20News, IMDB), exact where an instance has at most N items.
 - `dy_x`: D_y(x_i) = |y - y_-i| with item i deleted, `importance.leave_one_out`. That is the TVD of the
   output distributions, which equals |y - y_-i| for two classes and is used as is for more.
 - `dy_h`: D_y(h_i), the same TVD with representation i erased at the attention layer: alpha_i set to 0 and
@@ -58,7 +60,7 @@ from gridlab.analyses.importance import (
 )
 from gridlab.analyses.importance_correlation import kendall
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
-from gridlab.catalog.analyses import ANALYSES, NoParams
+from gridlab.catalog.analyses import ANALYSES, SparsityParams
 from gridlab.data.batching import Batch, collate
 from gridlab.models.classifier import AttentionClassifier
 
@@ -91,21 +93,39 @@ def representation_gradient_norms(model: AttentionClassifier, shared: SharedPass
     return gradient.norm(dim=-1) * encoded.mask
 
 
-def representation_input_gradient_norms(model: AttentionClassifier, batch: Batch, shared: SharedPass) -> torch.Tensor:
-    """(B, T_p, T_i) ||d ||h_p||_2 / d X_i||_2, 0 where p or i is outside the mask: one backward per p."""
+def sampled_ranks(counts: torch.Tensor, limit: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """counts (B,) items per instance -> (ranks, valid) (B, K): the items p whose g_h(x) enters entropy_gh_x,
+    as ranks among the instance's items. Every item where `limit` is None or not below the count, else `limit`
+    items evenly spaced (the k-th at floor((k + 1/2) n / limit), integer arithmetic): a function of the
+    instance alone, so the same under any batching."""
+    width = int(counts.max()) if counts.numel() else 0
+    k = torch.arange(width if limit is None else min(width, limit), device=counts.device)[None, :]  # (1, K)
+    n = counts[:, None]  # (B, 1)
+    spread = n > limit if limit is not None else torch.zeros_like(n, dtype=torch.bool)
+    ranks = torch.where(spread, ((2 * k + 1) * n) // (2 * (limit or 1)), k)
+    return ranks, k < n
+
+
+def representation_input_gradient_norms(
+    model: AttentionClassifier, batch: Batch, shared: SharedPass, limit: int | None = None
+) -> torch.Tensor:
+    """(B, T_p, T_i) ||d ||h_p||_2 / d X_i||_2, 0 where i is outside the mask or p is not one of the
+    `sampled_ranks` items: one backward per sampled rank, every instance's p of that rank at once."""
     mask = shared.encoded.mask  # (B, T)
     out = torch.zeros(*mask.shape, mask.shape[1], dtype=shared.encoded.h.dtype, device=mask.device)
+    items = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)  # (B, T) the items' slots first, in order
+    ranks, valid = sampled_ranks(mask.sum(1), limit)
+    slots = items.gather(1, ranks.clamp_max(mask.shape[1] - 1))  # (B, K)
+    rows = torch.arange(mask.shape[0], device=mask.device)
     with torch.enable_grad():
         embedded = model.embed(batch).detach().requires_grad_(True)
         norms = model.encode(batch, embedded=embedded).h.norm(dim=-1)  # (B, T)
-        for p in range(mask.shape[1]):
-            rows = mask[:, p]  # (B,) instances with an item at p
-            if not rows.any():
-                continue
+        for k in range(ranks.shape[1]):
             selector = torch.zeros_like(norms)
-            selector[:, p] = rows.to(norms.dtype)
+            selector[rows, slots[:, k]] = valid[:, k].to(norms.dtype)
             (gradient,) = torch.autograd.grad(norms, embedded, grad_outputs=selector, retain_graph=True)
-            out[:, p] = gradient.reshape(*mask.shape, -1).norm(dim=-1) * mask * rows[:, None]
+            chosen = rows[valid[:, k]]
+            out[chosen, slots[chosen, k]] = gradient.reshape(*mask.shape, -1).norm(dim=-1)[chosen] * mask[chosen]
     return out
 
 
@@ -197,7 +217,7 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
         "gy_h": representation_gradient_norms(model, shared),
         "dy_h": representation_erasure(model, shared),
     }
-    gh_x = representation_input_gradient_norms(model, batch, shared)
+    gh_x = representation_input_gradient_norms(model, batch, shared, context.params.gh_x_positions)
     return sparsity_columns(shared.alpha, shared.encoded.mask, measures, gh_x, tvd_floor(shared.probs, shared.pred))
 
 
@@ -213,7 +233,8 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
         rows = instance_rows(shared.batch, b)
         alone = collate(rows, sentences="sentence_starts" in rows).to(mask.device)
         slots = mask[b].nonzero()[:, 0]  # (n,) where the instance's items sit in the batch
-        for name, values in _reference_instance(model, alone, int(shared.pred[b])).items():
+        positions = context.params.gh_x_positions
+        for name, values in _reference_instance(model, alone, int(shared.pred[b]), positions).items():
             if name == "gh_x":
                 gh_x[b, slots[:, None], slots[None, :]] = values
             else:
@@ -221,8 +242,10 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
     return sparsity_columns(shared.alpha, mask, measures, gh_x, tvd_floor(shared.probs, shared.pred))
 
 
-def _reference_instance(model: AttentionClassifier, alone: Batch, pred: int) -> dict[str, torch.Tensor]:
-    """One instance's gy_x, gy_h, dy_h (n,) and gh_x (n, n) over its n items."""
+def _reference_instance(
+    model: AttentionClassifier, alone: Batch, pred: int, positions: int | None
+) -> dict[str, torch.Tensor]:
+    """One instance's gy_x, gy_h, dy_h (n,) and gh_x (n, n) over its n items (rows of p not sampled zero)."""
     with torch.enable_grad():
         embedded = model.embed(alone).detach().requires_grad_(True)
         encoded = model.encode(alone, embedded=embedded)
@@ -237,10 +260,12 @@ def _reference_instance(model: AttentionClassifier, alone: Batch, pred: int) -> 
         (gradient_h,) = torch.autograd.grad(y_h[0, pred], h)
         gy_h = gradient_h[0].norm(dim=-1)[items]
 
-        gh_x = []
-        for p in items.nonzero()[:, 0].tolist():
-            (g,) = torch.autograd.grad(encoded.h[0, p].norm(), embedded, retain_graph=True)
-            gh_x.append(g[0].reshape(len(items), -1).norm(dim=-1)[items])
+        slots = items.nonzero()[:, 0]
+        gh_x = [torch.zeros(len(slots), dtype=embedded.dtype) for _ in slots]
+        ranks, _ = sampled_ranks(torch.tensor([len(slots)]), positions)
+        for rank in ranks[0].tolist():
+            (g,) = torch.autograd.grad(encoded.h[0, slots[rank]].norm(), embedded, retain_graph=True)
+            gh_x[rank] = g[0].reshape(len(items), -1).norm(dim=-1)[items]
     with torch.no_grad():
         original = torch.softmax(model.decode(encoded.h, alpha, encoded.query), -1)[0]
         dy_h = []
@@ -264,7 +289,7 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
     return column_means(rows, SCHEMA.names)
 
 
-class SparsityImportance(InstanceAnalysis[NoParams]):
+class SparsityImportance(InstanceAnalysis[SparsityParams]):
     info = ANALYSES[ID]
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

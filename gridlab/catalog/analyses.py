@@ -69,6 +69,15 @@ class AdversarialParams(Params):
     stop_rtol: float = Field(1e-3, gt=0, description="an instance stops when its window mean moves by <= stop_rtol")
 
 
+class SparsityParams(Params):
+    gh_x_positions: int | None = Field(
+        None,
+        ge=1,
+        description="positions p over which entropy_gh_x averages: every item (null, Meister et al.) or at most "
+        "this many, evenly spaced over the instance's items (a backward each: O(T^2) becomes O(T * this))",
+    )
+
+
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)  # every ranking, in the order of the analyses' columns
 # Rankings read off a Transformer encoder's self-attention layers: they do not apply to other cells, whose
 # analyses skip them (`gridlab plan` says so) instead of failing.
@@ -243,7 +252,7 @@ ANALYSES: dict[str, AnalysisInfo] = {
         AnalysisInfo(
             "sparsity_importance",
             "entropy and tau of normalised importance (Meister §3-4)",
-            NoParams,
+            SparsityParams,
             "instance",
             _classification,
             "a classifier",

@@ -21,9 +21,10 @@ from gridlab.analyses.sparsity_importance import (
     input_gradient_norms,
     normalised_entropy,
     representation_erasure,
+    sampled_ranks,
     summarize,
 )
-from gridlab.catalog.analyses import NoParams
+from gridlab.catalog.analyses import SparsityParams
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import collate
 from gridlab.data.config import DataConfig
@@ -54,8 +55,8 @@ def model_of(synthetic: dict, encoder: str, dataset: str = "synthetic", architec
     return model
 
 
-def context(model) -> AnalysisContext:
-    return AnalysisContext(CELL, model, torch.device("cpu"), NoParams())
+def context(model, positions: int | None = None) -> AnalysisContext:
+    return AnalysisContext(CELL, model, torch.device("cpu"), SparsityParams(gh_x_positions=positions))
 
 
 def as_float(values: np.ndarray) -> np.ndarray:
@@ -82,6 +83,14 @@ def test_normalised_entropy_hand_cases():
     assert normalised_entropy(np.array([0.0, 1.0, 0.0])) == 0.0
     assert normalised_entropy(np.array([1.0])) == 0.0
     assert normalised_entropy(np.array([0.5, 0.5, 0.0, 0.0])) == pytest.approx(0.5)  # log 2 / log 4
+
+
+def test_sampled_ranks_every_item_or_evenly_spaced():
+    ranks, valid = sampled_ranks(torch.tensor([1, 3, 10]), None)
+    assert ranks.tolist() == [list(range(10))] * 3
+    assert valid.sum(1).tolist() == [1, 3, 10]
+    ranks, valid = sampled_ranks(torch.tensor([1, 3, 4, 10]), 4)  # floor((k + 1/2) n / 4) once n > 4
+    assert [r[v].tolist() for r, v in zip(ranks, valid, strict=True)] == [[0], [0, 1, 2], [0, 1, 2, 3], [1, 3, 6, 8]]
 
 
 def test_erased_alphas_zero_one_weight_and_renormalise():
@@ -155,18 +164,46 @@ def test_run_equals_reference_bounds_and_nulls(synthetic, encoder):
         assert ((present >= low) & (present <= 1)).all(), name
 
 
-def test_rows_do_not_depend_on_grouping(synthetic):
+@pytest.mark.parametrize("positions", [None, 2])
+def test_rows_do_not_depend_on_grouping(synthetic, positions):
     model = model_of(synthetic, "lstm")
     rows = synthetic["rows"]
-    whole = sparsity_importance.run(context(model), forward_once(model, collate(rows)))
+    whole = sparsity_importance.run(context(model, positions), forward_once(model, collate(rows)))
     regrouped = {name: [None] * COUNT for name in whole}
     for group in ([4, 1], [0], [5, 2, 3]):  # each group padded to its own width
         picked = {k: [v[i] for i in group] for k, v in rows.items()}
-        part = sparsity_importance.run(context(model), forward_once(model, collate(picked)))
+        part = sparsity_importance.run(context(model, positions), forward_once(model, collate(picked)))
         for name, values in part.items():
             for row, b in enumerate(group):
                 regrouped[name][b] = values[row]
     assert_columns_close({k: np.array(v, dtype=object) for k, v in regrouped.items()}, whole)
+
+
+@pytest.mark.parametrize("architecture", ["flat", "pair"])
+def test_sampled_positions_equal_the_reference_and_every_position_where_none_is_left_out(
+    synthetic, data_dir: Path, tmp_path: Path, architecture: str
+):
+    # gh_x_positions = N: run == reference averaging over the same N items per instance; at N >= every
+    # instance's item count the columns are the unsampled ones bit for bit; below it entropy_gh_x moves
+    # (an estimate) and no other column does.
+    if architecture == "pair":
+        data = load_dataset("sick", data_dir, tmp_path / "cache", DataConfig())
+        model = model_of({"data": data}, "lstm", "sick", "pair").double()
+        rows = data.splits["test"].slice(0, 4).to_pydict()
+    else:
+        model, rows = model_of(synthetic, "lstm").double(), synthetic["rows"]
+    shared = forward_once(model, collate(rows))
+    every = sparsity_importance.run(context(model), shared)
+    widest = int(shared.encoded.mask.sum(1).max())
+    assert widest > 2
+    same = sparsity_importance.run(context(model, widest), shared)
+    assert all(np.array_equal(as_float(every[name]), as_float(same[name]), equal_nan=True) for name in every)
+    sampled = sparsity_importance.run(context(model, 2), shared)
+    assert_columns_close(sampled, sparsity_importance.reference(context(model, 2), shared))
+    moved = as_float(sampled["entropy_gh_x"]) != as_float(every["entropy_gh_x"])
+    assert moved[shared.encoded.mask.sum(1).cpu().numpy() > 2].all()
+    for name in set(every) - {"entropy_gh_x"}:
+        assert np.array_equal(as_float(every[name]), as_float(sampled[name]), equal_nan=True), name
 
 
 def test_summarize_means_defined_values():
