@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import torch
 
 from gridlab.analyses import sparsity_importance
@@ -26,15 +27,38 @@ from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import resolve_data_dir
 
 
-def entropies(cell, batch, shared, positions: int | None) -> tuple[np.ndarray, float]:
+def entropies(model, batch, shared, positions: int | None) -> tuple[np.ndarray, float]:
     """Per-instance entropy_gh_x (NaN where undefined) and the seconds its gradients took."""
     started = time.perf_counter()
-    gh_x = sparsity_importance.representation_input_gradient_norms(cell.model, batch, shared, positions)
+    gh_x = sparsity_importance.representation_input_gradient_norms(model, batch, shared, positions)
     seconds = time.perf_counter() - started
     mask = shared.encoded.mask.cpu().numpy()
     values = gh_x.double().cpu().numpy()
     means = [sparsity_importance.mean_entropy(values[b][np.ix_(mask[b], mask[b])]) for b in range(len(mask))]
     return np.array([np.nan if m is None else m for m in means]), seconds
+
+
+def compare(model, rows: pa.Table, positions: list[int], batch_size: int) -> list[str]:
+    """Markdown rows: for batches of `rows` (in length order) from the top, the middle and a quarter of the
+    way up, each N's seconds beside every position's and the per-instance entropy_gh_x differences."""
+    lines = [
+        "| batch from | longest | N | seconds | every-position seconds | max abs diff | mean diff |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for start in (rows.num_rows - batch_size, rows.num_rows // 2, rows.num_rows // 4):
+        start = max(start, 0)
+        batch = collate(rows.slice(start, batch_size).to_pydict())
+        shared = forward_once(model, batch)
+        every, every_seconds = entropies(model, batch, shared, None)
+        longest = int(shared.encoded.mask.sum(1).max())
+        for n in positions:
+            sampled, seconds = entropies(model, batch, shared, n)
+            diff = sampled - every
+            lines.append(
+                f"| {start} | {longest} | {n} | {seconds:.1f} | {every_seconds:.1f} | "
+                f"{np.nanmax(np.abs(diff)):.4f} | {np.nanmean(diff):+.5f} |"
+            )
+    return lines
 
 
 def main() -> None:
@@ -50,23 +74,9 @@ def main() -> None:
     runner = ShardRunner(args.results, resolve_data_dir(None), args.results.parent / "cache", torch.device("cpu"))
     cell = runner.load(args.cell)
     population = min(args.instances, cell.data.splits["test"].num_rows)
-    rows = cell.shard_rows(0, population, population)
     config = cell.config
     print(f"{args.cell} ({config.dataset}, {config.encoder}), batches of {args.batch}, {args.threads} thread(s)")
-    print("| batch from | longest | N | seconds | every-position seconds | max abs diff | mean diff |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for start in (population - args.batch, population // 2, population // 4):
-        batch = collate(rows.slice(max(start, 0), args.batch).to_pydict())
-        shared = forward_once(cell.model, batch)
-        every, every_seconds = entropies(cell, batch, shared, None)
-        longest = int(shared.encoded.mask.sum(1).max())
-        for positions in args.positions:
-            sampled, seconds = entropies(cell, batch, shared, positions)
-            diff = sampled - every
-            print(
-                f"| {start} | {longest} | {positions} | {seconds:.1f} | {every_seconds:.1f} | "
-                f"{np.nanmax(np.abs(diff)):.4f} | {np.nanmean(diff):+.5f} |"
-            )
+    print("\n".join(compare(cell.model, cell.shard_rows(0, population, population), args.positions, args.batch)))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The benchmark script keeps working (a smoke run on tiny sizes; it measures nothing here)."""
+"""The benchmark scripts keep working (smoke runs on tiny sizes; they measure nothing here)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from gridlab.config.schema import CellConfig, ModelConfig
+from gridlab.data.config import DataConfig
+from gridlab.data.prepare import load_dataset
+from gridlab.data.synthetic import SyntheticConfig
+from gridlab.models.factory import build_model
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = ["--lengths", "6", "--instances", "4", "--loop-instances", "2", "--threads", "1", "--repeats", "1"]
@@ -92,3 +98,21 @@ def test_a_difference_fails_the_bench_unless_rounding_moves_the_same_analysis():
     assert not shard._report_agreement(comparison("adversarial.jsd_eps_max"), lambda: adversary_moved)
     assert shard._report_agreement(comparison("permutation.tvd_median"), lambda: adversary_moved)
     assert shard._report_agreement(comparison("adversarial.jsd_eps_max"), lambda: comparison("permutation.tvd_median"))
+
+
+def test_the_gh_x_positions_bench_compares_every_n_with_every_position(tmp_path: Path):
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import gh_x_positions  # bench/gh_x_positions.py
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    synthetic = SyntheticConfig(n_train=20, n_dev=5, n_test=12, min_length=6, max_length=14)
+    data = load_dataset("synthetic", tmp_path, tmp_path / "cache", DataConfig(synthetic=synthetic))
+    config = CellConfig(dataset="synthetic", encoder="lstm", model=ModelConfig(embedding_dim=8, hidden_size=8))
+    model = build_model(config, data).eval()
+    lines = gh_x_positions.compare(model, data.splits["test"], [64, 3], batch_size=4)
+    rows = [line.strip("|").split("|") for line in lines[2:]]
+    assert [int(row[2]) for row in rows] == [64, 3] * 3
+    for row in rows:
+        difference = float(row[5])
+        assert difference == 0.0 if int(row[2]) == 64 else difference > 0  # 64 covers every item of <= 14
