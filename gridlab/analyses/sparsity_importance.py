@@ -99,11 +99,12 @@ def sampled_ranks(counts: torch.Tensor, limit: int | None) -> tuple[torch.Tensor
     items evenly spaced (the k-th at floor((k + 1/2) n / limit), integer arithmetic): a function of the
     instance alone, so the same under any batching."""
     width = int(counts.max()) if counts.numel() else 0
-    k = torch.arange(width if limit is None else min(width, limit), device=counts.device)[None, :]  # (1, K)
     n = counts[:, None]  # (B, 1)
-    spread = n > limit if limit is not None else torch.zeros_like(n, dtype=torch.bool)
-    ranks = torch.where(spread, ((2 * k + 1) * n) // (2 * (limit or 1)), k)
-    return ranks, k < n
+    if limit is None or width <= limit:
+        k = torch.arange(width, device=counts.device).expand(len(counts), -1)  # (B, width)
+        return k, k < n
+    k = torch.arange(limit, device=counts.device)[None, :]  # (1, limit)
+    return torch.where(n > limit, ((2 * k + 1) * n) // (2 * limit), k), k < n
 
 
 def representation_input_gradient_norms(
@@ -224,7 +225,7 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
 def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """The same measures one instance at a time (rebuilt with `collate`), by plain autograd through the
     softmax, one backward per p, one decode per erased representation."""
-    model, mask = context.classifier, shared.encoded.mask
+    model, mask, positions = context.classifier, shared.encoded.mask, context.params.gh_x_positions
     b_size, t = mask.shape
     measures = {name: torch.zeros(b_size, t, dtype=torch.float64) for name in ("gy_x", "gy_h", "dy_h")}
     measures["dy_x"] = reference_leave_one_out(model, shared).double()
@@ -233,7 +234,6 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
         rows = instance_rows(shared.batch, b)
         alone = collate(rows, sentences="sentence_starts" in rows).to(mask.device)
         slots = mask[b].nonzero()[:, 0]  # (n,) where the instance's items sit in the batch
-        positions = context.params.gh_x_positions
         for name, values in _reference_instance(model, alone, int(shared.pred[b]), positions).items():
             if name == "gh_x":
                 gh_x[b, slots[:, None], slots[None, :]] = values
