@@ -71,14 +71,7 @@ def common_columns(
 ) -> dict[str, pa.Array]:
     """The common columns (docs/analyses.md#common-columns) for n rows of one cell."""
     n = len(instance_id)
-    constants = {
-        "grid": grid,
-        "cell_id": cell_id,
-        **{axis: getattr(config, axis) for axis in AXES},
-        "derived_splits": config.data.derive_splits,
-        "split": split,
-        "analysis_version": version,
-    }
+    constants = _cell_constants(grid, cell_id, config, split, version)
     columns = {name: pa.array([value] * n, COMMON_SCHEMA.field(name).type) for name, value in constants.items()}
     for name, values in (
         ("instance_id", instance_id),
@@ -91,11 +84,9 @@ def common_columns(
     return {field.name: columns[field.name] for field in COMMON_SCHEMA}
 
 
-def model_common_columns(
-    grid: str, cell_id: str, config: CellConfig, split: str, version: int, rows: int
-) -> dict[str, pa.Array]:
-    """The common columns of a per-model analysis (no per-instance ones), for `rows` rows."""
-    constants = {
+def _cell_constants(grid: str, cell_id: str, config: CellConfig, split: str, version: int) -> dict[str, object]:
+    """The common columns that are the same on every row of a cell's part."""
+    return {
         "grid": grid,
         "cell_id": cell_id,
         **{axis: getattr(config, axis) for axis in AXES},
@@ -103,6 +94,13 @@ def model_common_columns(
         "split": split,
         "analysis_version": version,
     }
+
+
+def model_common_columns(
+    grid: str, cell_id: str, config: CellConfig, split: str, version: int, rows: int
+) -> dict[str, pa.Array]:
+    """The common columns of a per-model analysis (no per-instance ones), for `rows` rows."""
+    constants = _cell_constants(grid, cell_id, config, split, version)
     return {f.name: pa.array([constants[f.name]] * rows, f.type) for f in MODEL_COMMON_SCHEMA}
 
 
