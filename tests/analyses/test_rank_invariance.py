@@ -36,7 +36,7 @@ from gridlab.analyses import (
 )
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.catalog.analyses import ErasureMultiParams, NoParams, Params, RationaleRecoveryParams
+from gridlab.catalog.analyses import ErasureMultiParams, NoParams, Params, RationaleRecoveryParams, SparsityParams
 from gridlab.data.batching import collate
 from gridlab.models.classifier import AttentionClassifier
 
@@ -49,7 +49,7 @@ TVD_ENTROPY_ATOL = 1e-5
 ENCODERS = ["average", "noenc", "lstm", "cnn"]
 RANKING_ANALYSES = {  # every analysis that ranks importances, with its parameters
     importance_correlation.ID: (importance_correlation, NoParams()),
-    sparsity_importance.ID: (sparsity_importance, NoParams()),
+    sparsity_importance.ID: (sparsity_importance, SparsityParams()),
     erasure_multi.ID: (erasure_multi, ErasureMultiParams(exact_max_len=6)),
     erasure_single.ID: (erasure_single, NoParams()),
     rationale_recovery.ID: (rationale_recovery, RationaleRecoveryParams()),
