@@ -211,7 +211,10 @@ def _train(
                 storage_filesystem=filesystem,
             )
         )
-        _stop_if_interrupted(grid, _read_marker(experiment)["cells"], signalled)
+        if signalled:
+            raise _interrupted(grid, _read_marker(experiment)["cells"])
+        # Without a signal, the cells it left pending train in a new experiment below: a trial that a full disk
+        # stopped ended terminated, and Tune does not rerun a terminated trial.
         marker = _mark_finished(experiment)
         states = [store.cell(c).state() for c in marker["cells"]]
         key = marker["launch_key"] if "launch_key" in marker else marker["parent_run"]  # earlier: the MLflow run id
@@ -306,7 +309,9 @@ def _run(
     signalled = _fit(tuner)
     if progress.fault is not None:  # the experiment stays unfinished: a relaunch resumes it
         raise ResourceFault(progress.fault)
-    _stop_if_interrupted(grid, [c.id for c in cells], signalled)
+    store = ModelStore(grid.workspace.models)
+    if signalled or any(store.cell(c.id).state() == "pending" for c in cells):
+        raise _interrupted(grid, [c.id for c in cells])
     _mark_finished(experiment)
     counts = progress.counts()
     tracker.end_launch(parent, counts["trained"] - already, counts["failed"])
@@ -329,18 +334,17 @@ def _fit(tuner: tune.Tuner) -> bool:
         signal.signal(signal.SIGINT, handler)
 
 
-def _stop_if_interrupted(grid: ExpandedGrid, cell_ids: list[str], signalled: bool) -> None:
-    """Tune returns from `fit` when Ctrl-C stops it, with trials unfinished: then the launch stops too (its
-    experiment left unfinished, so the next launch resumes it), instead of going on as if it were done; also
-    when every trial had finished as the signal came (the analyses are not started)."""
+def _interrupted(grid: ExpandedGrid, cell_ids: list[str]) -> Interrupted:
+    """The stop of a launch whose Tune fit a signal ended (Tune returns from `fit` on Ctrl-C, with trials
+    unfinished), or that left cells pending: its experiment stays unfinished, so the next launch resumes it,
+    and the analyses are not started (also when every trial had finished as the signal came)."""
     store = ModelStore(grid.workspace.models)
-    states = [store.cell(c).state() for c in cell_ids]
-    if signalled or "pending" in states:
-        trained = sum(store.cell(c.id).state() == "trained" for c in grid.cells)
-        raise Interrupted(
-            f"interrupted: {trained} of {counted(len(grid.cells), 'cell')} trained, {states.count('pending')} of this "
-            f"launch's not finished; `gridlab launch {grid.file}` resumes them"
-        )
+    pending = sum(store.cell(c).state() == "pending" for c in cell_ids)
+    trained = sum(store.cell(c.id).state() == "trained" for c in grid.cells)
+    return Interrupted(
+        f"interrupted: {trained} of {counted(len(grid.cells), 'cell')} trained, {pending} of this "
+        f"launch's not finished; `gridlab launch {grid.file}` resumes them"
+    )
 
 
 def _trial_name(trial) -> str:

@@ -31,18 +31,29 @@ def test_disk_errors_are_found_in_an_exception_chain():
     assert resource_fault(ValueError("no")) is None
 
 
+def _tmpfs(folder: Path, options: str):
+    """A tmpfs mounted at `folder` for the test (skipped where mounting needs a permission it lacks)."""
+    folder.mkdir(parents=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("needs permission to mount a tmpfs (root)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 1.2 MB tmpfs (too small for a grid's prepared data and tracking store), grown on request."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", str(disk)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip("needs permission to mount a small tmpfs (root)")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+    yield from _tmpfs(tmp_path / "disk", "size=1200k")
+
+
+@pytest.fixture
+def read_only_cache(tmp_path: Path):
+    """The results' data cache on a read-only tmpfs (made writable on request), the rest writable: the trials
+    stop on it while Tune saves its experiment whole, so the relaunch restores the experiment."""
+    yield from _tmpfs(tmp_path / "runs" / "cache", "size=64m,ro")
 
 
 @pytest.mark.slow
@@ -70,6 +81,25 @@ def test_a_full_disk_is_one_line_and_a_relaunch_finishes(small_disk: Path, tmp_p
     relaunch = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert relaunch.returncode == 0, relaunch.stdout + relaunch.stderr
     assert len(list(models.glob("*/metrics.json"))) == 2
+
+
+@pytest.mark.slow
+def test_a_relaunch_trains_the_cells_a_restored_experiment_left_stopped(
+    read_only_cache: Path, tmp_path: Path, data_dir: Path
+):
+    """Tune does not rerun a trial that ended (a disk fault ends it as reported, not as an error): the cells
+    its restored experiment leaves pending train in a new one, and the relaunch finishes the grid."""
+    path = write_grid(tmp_path, grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0, 1]}, instances=64)
+    env = {**os.environ, "GRIDLAB_DATA": str(data_dir), "RAY_AUTH_MODE": "disabled"}
+    command = [sys.executable, "-m", "gridlab", "launch", str(path)]
+    stopped = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert stopped.returncode == 1 and "read-only file system" in stopped.stderr, stopped.stdout + stopped.stderr
+
+    subprocess.run(["mount", "-o", "remount,rw", str(read_only_cache)], check=True)
+    relaunch = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert relaunch.returncode == 0, relaunch.stdout + relaunch.stderr
+    assert "resuming the interrupted launch launch-001" in relaunch.stdout
+    assert len(list((tmp_path / "runs" / "g" / "models").glob("*/metrics.json"))) == 2
 
 
 @pytest.mark.slow
