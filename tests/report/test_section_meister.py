@@ -1,5 +1,6 @@
 """The Meister section on hand-made rows: entropy and tau across two seeds beside the paper's Tables 1 and 6,
-the correlation of the sparsegen lambda with entropy (Table 2) computed by hand, Fig. 3, Table 5."""
+the correlation of the sparsegen lambda with entropy (Table 2) computed by hand, Fig. 3, Table 5, and the
+trained cells' test accuracy beside Table 3's baselines."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gridlab.report.sections.meister import SECTION
+from gridlab.report.sections.meister import SECTION, baseline_ours
 
 
 def axes(projection="softmax", lam=math.nan, seed=0) -> dict:
@@ -186,3 +187,21 @@ def test_no_lambda_sweep_is_reported(fake_inputs):
     assert {a.id for a in output.artifacts} == {"meister_table1", "meister_table6"}
     missing = " ".join(output.missing)
     assert "Table 2" in missing and "projection_lambda" in missing and "`adversarial_model`" in missing
+
+
+def test_table3_test_accuracy_across_seeds_beside_the_softmax_baseline(fake_inputs):
+    cells = pd.DataFrame.from_records(
+        [
+            {**axes("softmax", seed=0), "test_accuracy": 0.80},
+            {**axes("softmax", seed=1), "test_accuracy": 0.84},
+            {**axes("sparsemax", seed=0), "test_accuracy": 0.70},
+        ]
+    )
+    inputs = fake_inputs({"sparsity_importance": importance_rows()}, cells=cells)
+    frame = artifact(SECTION.build(inputs), "meister_table3").frame.set_index("projection")
+    assert frame.loc["softmax", "test_accuracy"] == pytest.approx(0.82)
+    assert frame.loc["softmax", "test_accuracy_seed_sd"] == pytest.approx(0.04 / math.sqrt(2))
+    assert frame.loc["softmax", "paper_accuracy"] == pytest.approx(0.82)  # SST BiLSTM (B)
+    assert math.isnan(frame.loc["sparsemax", "paper_accuracy"])  # Table 3 states the softmax baselines only
+    long = baseline_ours(inputs).set_index("projection")
+    assert long.loc["softmax", "quantity"] == "test_performance" and long.loc["softmax", "n_seeds"] == 2

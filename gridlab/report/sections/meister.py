@@ -1,14 +1,15 @@
 """Meister et al. (2021), "Is Sparse Attention more Interpretable?": their Table 1 (entropy of the input
 importance of intermediate representations), Table 2 (correlation of the sparsegen lambda with entropy),
-Table 6 (Kendall tau of attention with each feature-importance measure), Fig. 3 (tau against lambda) and
-Table 5 (frozen and unfrozen adversarial models).
+Table 6 (Kendall tau of attention with each feature-importance measure), Fig. 3 (tau against lambda),
+Table 5 (frozen and unfrozen adversarial models) and Table 3's baseline test accuracy.
 
-    >>> output = SECTION.build(ReportInputs.load(expanded))   # meister_table1/2/5/6, meister_fig3
+    >>> output = SECTION.build(ReportInputs.load(expanded))   # meister_table1/2/3/5/6, meister_fig3
 
-Rows: `sparsity_importance` (per instance) and `adversarial_model` (per model). Every statistic is computed
-per cell first, then across seeds (`gridlab.report.stats`): a value is the mean across seeds of the cells'
-means, with the std and 95% t-interval across seeds; `<m>_sd` is the std over a model's instances (the
-paper's "±"), averaged across seeds.
+Rows: `sparsity_importance` (per instance), `adversarial_model` (per model) and the cells' test metrics
+(Table 3: the paper's baseline is its softmax model, joined to ours with projection softmax). Every
+statistic is computed per cell first, then across seeds (`gridlab.report.stats`): a value is the mean
+across seeds of the cells' means, with the std and 95% t-interval across seeds; `<m>_sd` is the std over a
+model's instances (the paper's "±"), averaged across seeds.
 
 Table 2: within each configuration but lambda (dataset, encoder, attention, architecture, attention mode),
 each sparsegen cell is one point (its lambda, its mean entropy over instances; seeds are separate points).
@@ -78,6 +79,9 @@ def build(inputs: ReportInputs) -> SectionOutput:
         artifacts.append(adversary_table(adversaries))
     else:
         missing.append("Meister Table 5 needs `adversarial_model` rows")
+    baseline = baseline_frame(inputs.cells)
+    if baseline is not None:
+        artifacts.append(baseline_table(baseline))
     return SectionOutput(artifacts, missing)
 
 
@@ -324,6 +328,35 @@ def adversary_table(rows: pd.DataFrame) -> Table:
     return Table("meister_table5", "Meister Table 5: frozen and unfrozen adversarial models", frame, caption, display)
 
 
+# ---- Table 3 ------------------------------------------------------------------------------------------------
+
+
+def baseline_frame(cells: pd.DataFrame) -> pd.DataFrame | None:
+    """Our test accuracy per model across seeds, beside Table 3's (printed for the softmax baselines only);
+    None when no cell is trained."""
+    if cells.empty or "test_accuracy" not in cells.columns:
+        return None
+    table = seed_table(cells, list(MODEL_AXES), {"test_accuracy": ("test_accuracy", "mean")})
+    table = table.drop(columns="n_instances")
+    paper = baseline_published()[[*PAPER_JOIN, "published"]].rename(columns={"published": "paper_accuracy"})
+    return merge_on(table, paper, list(PAPER_JOIN))
+
+
+def baseline_table(frame: pd.DataFrame) -> Table:
+    display = frame[_shown(frame)].copy()
+    display["test accuracy"] = [
+        plus_minus(m, s, 3) for m, s in zip(frame["test_accuracy"], frame["test_accuracy_seed_sd"])
+    ]
+    display["seeds"] = frame["n_seeds"]
+    display["paper"] = [("–" if pd.isna(v) else f"{v:.2f}") for v in frame["paper_accuracy"]]
+    caption = (
+        "Test accuracy of each trained model (the weights its dev selection kept): mean ± std across seeds. "
+        f"Paper: {citation('meister_table3')}, for the softmax baselines (BiLSTM = lstm + additive, "
+        "Transformer = transformer + dot)." + _fixed(frame)
+    )
+    return Table("meister_table3", "Meister Table 3: baseline test accuracy", frame, caption, display)
+
+
 # ---- the fidelity table's comparisons ------------------------------------------------------------------------
 
 PAPER_JOIN = (*PAPER_MODEL, "projection")
@@ -372,6 +405,21 @@ def sweep_published() -> pd.DataFrame:
     return paper[list(PAPER_JOIN)].assign(quantity=paper["measure"], published=paper["value"])
 
 
+def baseline_ours(inputs: ReportInputs) -> pd.DataFrame | None:
+    frame = baseline_frame(inputs.cells)
+    if frame is None:
+        return None
+    quantities = {"test_performance": ("test_accuracy", "test_accuracy_seed_sd")}
+    return long_rows(frame, MODEL_AXES, quantities, n_instances=None)
+
+
+def baseline_published() -> pd.DataFrame:
+    """Table 3's accuracies, stated for the models' baselines: softmax attention."""
+    paper = published("meister_table3")
+    baselines = paper[list(PAPER_MODEL)].assign(projection="softmax")
+    return baselines.assign(quantity="test_performance", published=paper["accuracy"])
+
+
 def adversary_ours(inputs: ReportInputs) -> pd.DataFrame | None:
     rows = inputs.rows("adversarial_model")
     if rows is None:
@@ -407,6 +455,14 @@ COMPARISONS = (
         join=PAPER_JOIN,
         paper=sweep_published,
         ours=sweep_ours,
+    ),
+    Comparison(
+        "meister_table3",
+        ("sparsity_importance", "adversarial_model"),
+        keys=MODEL_AXES,
+        join=PAPER_JOIN,
+        paper=baseline_published,
+        ours=baseline_ours,
     ),
     Comparison(
         "meister_table5",
