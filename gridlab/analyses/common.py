@@ -28,6 +28,7 @@ from gridlab.models.classifier import (
     HierarchicalClassifier,
     PairClassifier,
 )
+from gridlab.models.transformer import TransformerEncoder
 
 LN2 = math.log(2.0)
 EPS = 1e-12
@@ -70,6 +71,17 @@ def forward_once(model: AttentionClassifier, batch: Batch, scan: bool | None = N
     logits = model.decode(encoded.h, alpha, encoded.query)
     probs = torch.softmax(logits, dim=-1)
     return SharedPass(batch, encoded, alpha, logits, probs, probs.argmax(-1), lstm=lstm)
+
+
+def self_attention(model: torch.nn.Module) -> TransformerEncoder:
+    """The self-attention stack under a Transformer cell's final attention layer."""
+    outer = getattr(model, "encoder", None)
+    encoder = getattr(outer, "encoder", None)
+    if not isinstance(encoder, TransformerEncoder):
+        raise ValueError(
+            f"this analysis needs a transformer encoder (encoder: transformer), not {type(outer).__name__}"
+        )
+    return encoder
 
 
 def object_column(values: list) -> np.ndarray:

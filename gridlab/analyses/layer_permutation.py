@@ -19,12 +19,11 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
-from gridlab.analyses.common import instance_generator
+from gridlab.analyses.common import instance_generator, self_attention
 from gridlab.analyses.permutation import permute
 from gridlab.catalog.analyses import ANALYSES, NoParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
-from gridlab.models.transformer import TransformerEncoder
 
 ID = "layer_permutation"
 VERSION = 1
@@ -37,13 +36,6 @@ SCHEMA = pa.schema(
     ]
 )
 BATCH_SIZE = 64
-
-
-def self_attention(model) -> TransformerEncoder:
-    encoder = getattr(model.encoder, "encoder", None)
-    if not isinstance(encoder, TransformerEncoder):
-        raise ValueError("layer_permutation needs a transformer encoder (encoder: transformer)")
-    return encoder
 
 
 def _noise(cell_id: str, layer: int, batch: Batch, heads: int, width: int) -> torch.Tensor:

@@ -30,6 +30,14 @@ sum 1 over the items (their Eq. 4–6):
   of a batch decoded in one `decode_many` call. Erasing the only weighted item leaves alpha = 0, the zero
   context.
 
+The parameter `representation_layer` = k (flat Transformer cells) takes h to be the input of self-attention
+layer k instead (0: the projected embeddings plus positions): g_y(h_i) through every layer from k and the
+final attention, D_y(h_i) with item i deleted from layer k on (taken out of every key set of those layers and
+of the final attention; `layer_erasure`, deletions batched in chunks). Meister et al. do not say which of a
+Transformer's representations they mean. At the final layer an item a sparse projection leaves out is read
+by nothing, so erasing it changes nothing and all such items tie at D_y(h) = 0 with their weight 0; inside
+the stack the other items still read it.
+
 Columns: the normalised entropies H~(p) = -sum p log p / log n (0 for n = 1) of the five, and Kendall tau-b of
 alpha with gy_x, dy_x, gy_h and dy_h (`importance_correlation.kendall` of the vectors' `ranking.tie_ranks`:
 values within 1e-5 of the instance's largest |value| of each other tie, the TVDs dy_x and dy_h also within
@@ -49,7 +57,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, column_means, decode_many
+from gridlab.analyses.common import SharedPass, column_means, decode_many, self_attention, tokens_per_call
 from gridlab.analyses.importance import (
     input_gradient,
     instance_rows,
@@ -62,7 +70,9 @@ from gridlab.analyses.importance_correlation import kendall
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
 from gridlab.catalog.analyses import ANALYSES, SparsityParams
 from gridlab.data.batching import Batch, collate
+from gridlab.data.vocab import PAD_ID
 from gridlab.models.classifier import AttentionClassifier
+from gridlab.models.transformer import TransformerEncoder
 
 ID = "sparsity_importance"
 VERSION = 1
@@ -146,6 +156,60 @@ def representation_erasure(model: AttentionClassifier, shared: SharedPass) -> to
     return tvd_beside(probs, shared.probs[:, None, :], shared.pred) * shared.encoded.mask
 
 
+def layer_input(model: AttentionClassifier, batch: Batch, layer: int) -> tuple[TransformerEncoder, torch.Tensor]:
+    """A Transformer cell's self-attention stack and the input of its layer `layer` (B, T, hidden)."""
+    encoder = self_attention(model)
+    return encoder, encoder.run_layers(encoder.project(model.embed(batch)), batch.ids != PAD_ID, stop=layer)
+
+
+def layer_gradient_norms(model: AttentionClassifier, batch: Batch, shared: SharedPass, layer: int) -> torch.Tensor:
+    """(B, T) ||d y / d h_i||_2, h the input of self-attention layer `layer`, every layer above it and the final
+    attention recomputed from h; 0 outside the mask."""
+    mask = shared.encoded.mask
+    with torch.enable_grad():
+        encoder, state = layer_input(model, batch, layer)
+        state = state.detach().requires_grad_(True)
+        h = encoder.run_layers(state, batch.ids != PAD_ID, start=layer)
+        logits = model.decode(h, model.attend(h, mask))  # (B, C)
+        direction = prediction_gradient(logits.detach(), shared.pred)
+        (gradient,) = torch.autograd.grad(logits, state, grad_outputs=direction)
+    return gradient.norm(dim=-1) * mask
+
+
+@torch.no_grad()
+def layer_erasure(model: AttentionClassifier, batch: Batch, shared: SharedPass, layer: int) -> torch.Tensor:
+    """(B, T) D_y(h_i) = TVD(y with item i deleted from self-attention layer `layer` on and from the final
+    attention, y), 0 outside the mask. Each deletion is a row of a batched call (chunked, each chunk as wide as
+    its longest row): the item leaves every key set, so no other item reads it."""
+    mask, tokens = shared.encoded.mask, batch.ids != PAD_ID
+    encoder, state = layer_input(model, batch, layer)
+    rows, items = mask.nonzero(as_tuple=True)  # (N,) each: one deletion per item
+    probs = torch.zeros(*mask.shape, shared.probs.shape[-1], dtype=shared.probs.dtype, device=mask.device)
+    step = max(1, tokens_per_call(mask.device) // mask.shape[1])
+    for start in range(0, len(rows), step):
+        r, i = rows[start : start + step], items[start : start + step]
+        width = int(batch.lengths[r].max())
+        kept = torch.ones(len(r), width, dtype=torch.bool, device=mask.device)
+        kept[torch.arange(len(r), device=mask.device), i] = False
+        h = encoder.run_layers(state[r, :width], tokens[r, :width] & kept, start=layer)
+        logits = model.decode(h, model.attend(h, mask[r, :width] & kept))
+        probs[r, i] = torch.softmax(logits, dim=-1).to(probs.dtype)
+    return tvd_beside(probs, shared.probs[:, None, :], shared.pred) * mask
+
+
+def representation_importance(
+    model: AttentionClassifier, batch: Batch, shared: SharedPass, layer: int | None
+) -> dict[str, torch.Tensor]:
+    """{"gy_h", "dy_h"} (B, T), h the final attention layer's input (`layer` None) or the input of a
+    Transformer's self-attention layer `layer`."""
+    if layer is None:
+        return {"gy_h": representation_gradient_norms(model, shared), "dy_h": representation_erasure(model, shared)}
+    return {
+        "gy_h": layer_gradient_norms(model, batch, shared, layer),
+        "dy_h": layer_erasure(model, batch, shared, layer),
+    }
+
+
 # ---- entropies and columns -------------------------------------------------------------------------------
 
 
@@ -215,8 +279,7 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     measures = {
         "gy_x": input_gradient_norms(model, batch, shared),
         "dy_x": leave_one_out(model, batch, shared),
-        "gy_h": representation_gradient_norms(model, shared),
-        "dy_h": representation_erasure(model, shared),
+        **representation_importance(model, batch, shared, context.params.representation_layer),
     }
     gh_x = representation_input_gradient_norms(model, batch, shared, context.params.gh_x_positions)
     return sparsity_columns(shared.alpha, shared.encoded.mask, measures, gh_x, tvd_floor(shared.probs, shared.pred))
@@ -225,7 +288,7 @@ def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
 def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """The same measures one instance at a time (rebuilt with `collate`), by plain autograd through the
     softmax, one backward per p, one decode per erased representation."""
-    model, mask, positions = context.classifier, shared.encoded.mask, context.params.gh_x_positions
+    model, mask, params = context.classifier, shared.encoded.mask, context.params
     b_size, t = mask.shape
     measures = {name: torch.zeros(b_size, t, dtype=torch.float64) for name in ("gy_x", "gy_h", "dy_h")}
     measures["dy_x"] = reference_leave_one_out(model, shared).double()
@@ -234,7 +297,10 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
         rows = instance_rows(shared.batch, b)
         alone = collate(rows, sentences="sentence_starts" in rows).to(mask.device)
         slots = mask[b].nonzero()[:, 0]  # (n,) where the instance's items sit in the batch
-        for name, values in _reference_instance(model, alone, int(shared.pred[b]), positions).items():
+        values_of = _reference_instance(model, alone, int(shared.pred[b]), params.gh_x_positions)
+        if params.representation_layer is not None:
+            values_of |= _reference_layer(model, alone, int(shared.pred[b]), params.representation_layer)
+        for name, values in values_of.items():
             if name == "gh_x":
                 gh_x[b, slots[:, None], slots[None, :]] = values
             else:
@@ -277,6 +343,26 @@ def _reference_instance(
             probs = torch.softmax(model.decode(encoded.h, erased, encoded.query), -1)[0]
             dy_h.append(0.5 * (probs - original).abs().sum())
     return {"gy_x": gy_x.double(), "gy_h": gy_h.double(), "dy_h": _stacked(dy_h, (0,)), "gh_x": _stacked(gh_x, (0, 0))}
+
+
+def _reference_layer(model: AttentionClassifier, alone: Batch, pred: int, layer: int) -> dict[str, torch.Tensor]:
+    """One instance's gy_h and dy_h (n,) with h the input of self-attention layer `layer`: each item deleted
+    from the sequence (not masked) and the layers above it run on what is left."""
+    encoder, state = layer_input(model, alone, layer)  # (1, T, hidden)
+    tokens, mask = alone.ids != PAD_ID, alone.mask  # (1, T)
+    with torch.enable_grad():
+        state = state.detach().requires_grad_(True)
+        h = encoder.run_layers(state, tokens, start=layer)
+        probs = torch.softmax(model.decode(h, model.attend(h, mask)), -1)[0]
+        (gradient,) = torch.autograd.grad(probs[pred], state)
+    dy_h = []
+    with torch.no_grad():
+        for i in mask[0].nonzero()[:, 0].tolist():
+            kept = torch.arange(mask.shape[1], device=mask.device) != i
+            h = encoder.run_layers(state[:, kept], tokens[:, kept], start=layer)
+            erased = torch.softmax(model.decode(h, model.attend(h, mask[:, kept])), -1)[0]
+            dy_h.append(0.5 * (erased - probs).abs().sum())
+    return {"gy_h": gradient[0].norm(dim=-1)[mask[0]].double(), "dy_h": _stacked(dy_h, (0,))}
 
 
 def _stacked(values: list[torch.Tensor], empty: tuple[int, ...]) -> torch.Tensor:

@@ -76,6 +76,13 @@ class SparsityParams(Params):
         description="positions p over which entropy_gh_x averages: every item (null, Meister et al.) or at most "
         "this many, evenly spaced over the instance's items (a backward each: O(T^2) becomes O(T * this))",
     )
+    representation_layer: int | None = Field(
+        None,
+        ge=0,
+        description="what h is in g_y(h) and D_y(h): the input of the final attention layer (null), or, for a "
+        "Transformer encoder, the input of its self-attention layer k (0: the projected embeddings plus "
+        "positions), h_i erased by deleting item i from layer k on",
+    )
 
 
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)  # every ranking, in the order of the analyses' columns

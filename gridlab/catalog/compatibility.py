@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gridlab.catalog.analyses import Params, SparsityParams
 from gridlab.config.schema import CellConfig
 from gridlab.data.catalog import DATASETS
 from gridlab.data.vectors import VECTOR_SETS
@@ -90,3 +91,24 @@ def _embedding_problems(embeddings: str | None, dim: int) -> list[tuple[str, str
             )
         ]
     return []
+
+
+def analysis_incompatibilities(config: CellConfig, analyses: dict[str, Params]) -> list[tuple[str, str]]:
+    """(where, what) for every analysis parameter this cell cannot honour; empty when it can."""
+    params = analyses.get("sparsity_importance")
+    layer = params.representation_layer if isinstance(params, SparsityParams) else None
+    layers = config.model.transformer_layers
+    if layer is None:
+        return []
+    if config.encoder != "transformer" or config.architecture != "flat":
+        reason = f"the {config.architecture} {config.encoder} cells have no self-attention layers"
+    elif layer >= layers:
+        reason = f"a {layers}-layer Transformer has no layer {layer}"
+    else:
+        return []
+    return [
+        (
+            "analyses.sparsity_importance.representation_layer",
+            f"{reason} (expected null, or 0 to layers - 1 in a grid of flat encoder: transformer cells)",
+        )
+    ]

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gridlab.catalog.analyses import ANALYSES, Params
-from gridlab.catalog.compatibility import incompatibilities
+from gridlab.catalog.compatibility import analysis_incompatibilities, incompatibilities
 from gridlab.config.schema import CellConfig, GridFile
 from gridlab.config.user import read_settings, settings_path
 from gridlab.data.catalog import DATASETS
@@ -178,7 +178,7 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
         raise GridFileError(file, _dedupe(problems))
     if not cells:
         raise GridFileError(file, [("exclude" if spec.exclude else "grid", "no cells left (expected at least one)")])
-    _check_compatibility(cells, problems)
+    _check_compatibility(cells, analyses, problems)
     local = mirror_folder(spec.results_dir) if isinstance(spec.results_dir, str) else spec.results_dir
     unusable = unwritable(local)
     if unusable:
@@ -357,9 +357,9 @@ def _describe(combo: dict[str, Any]) -> str:
     return "{" + ", ".join(f"{k}: {v}" for k, v in combo.items()) + "}"
 
 
-def _check_compatibility(cells: list[Cell], problems: list[Problem]) -> None:
-    for cell in cells:
-        problems += incompatibilities(cell.config)  # repeated reasons are deduplicated by the caller
+def _check_compatibility(cells: list[Cell], analyses: dict[str, Params], problems: list[Problem]) -> None:
+    for cell in cells:  # repeated reasons are deduplicated by the caller
+        problems += incompatibilities(cell.config) + analysis_incompatibilities(cell.config, analyses)
 
 
 def _check_datasets(

@@ -5,6 +5,8 @@
     >>> encoder.attention_maps          # [(B, heads, T, T)] per layer, from the last forward pass
     >>> encoder.norm_maps()             # [(B, heads, T, T)] alpha_hij ||f_h(x_j)|| (Kobayashi et al. 2020)
     >>> encoder.override = lambda layer, attn: attn.flip(-1)   # e.g. Vashishth §4.3's layer permutation
+    >>> state = encoder.run_layers(encoder.project(x), tokens, stop=1)   # the input of layer 1
+    >>> h = encoder.run_layers(state, tokens, start=1)                   # the same h as encoder(x, tokens)
 
 Meister et al.'s setting: 2 layers, 1 head, hidden 128; post-norm layers with a 4x feed-forward, input
 embeddings projected to `hidden` plus sinusoidal positions. Written out (not `nn.TransformerEncoder`) so
@@ -21,6 +23,7 @@ import torch
 from torch import nn
 
 Override = Callable[[int, torch.Tensor], torch.Tensor]
+Seen = Callable[[torch.Tensor, torch.Tensor], None]
 
 
 def sinusoidal_positions(length: int, dim: int, device: torch.device) -> torch.Tensor:
@@ -77,18 +80,39 @@ class TransformerEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """x (B, T, d), tokens (B, T) -> (B, T, hidden); every layer's attention kept in `attention_maps`."""
-        x = self.input(x) + sinusoidal_positions(x.shape[1], self.input.out_features, x.device)
-        tokens = tokens | ~tokens.any(-1, keepdim=True)  # an all-padding row attends everywhere, not to nothing
         self.attention_maps, self.attention_values = [], []
-        for index, module in enumerate(self.layers):
-            layer = cast(SelfAttentionLayer, module)  # nn.ModuleList is untyped; it holds only SelfAttentionLayers
+        return self.run_layers(self.project(x), tokens, seen=self._keep)
+
+    def project(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, d) embeddings -> (B, T, hidden) the input of the first self-attention layer."""
+        return self.input(x) + sinusoidal_positions(x.shape[1], self.input.out_features, x.device)
+
+    def run_layers(
+        self,
+        x: torch.Tensor,
+        tokens: torch.Tensor,
+        start: int = 0,
+        stop: int | None = None,
+        seen: Seen | None = None,
+    ) -> torch.Tensor:
+        """x (B, T, hidden) the input of layer `start`, tokens (B, T) the keys that may be attended -> the input
+        of layer `stop` (None: the last layer's output); `seen` gets each layer's attention and values. Taking
+        a key out of `tokens` deletes that item from layer `start` on (its own row is still computed, but no
+        other row reads it)."""
+        tokens = tokens | ~tokens.any(-1, keepdim=True)  # an all-padding row attends everywhere, not to nothing
+        for index in range(start, len(self.layers) if stop is None else stop):
+            layer = cast(SelfAttentionLayer, self.layers[index])  # nn.ModuleList is untyped
             attention, values = layer.attention(x, tokens)
             if self.override is not None:
                 attention = self.override(index, attention)
-            self.attention_maps.append(attention.detach())  # for reading: no graph kept, so a model deep-copies
-            self.attention_values.append(values.detach())
+            if seen is not None:
+                seen(attention, values)
             x = layer.combine(x, attention, values)
         return x
+
+    def _keep(self, attention: torch.Tensor, values: torch.Tensor) -> None:
+        self.attention_maps.append(attention.detach())  # for reading: no graph kept, so a model deep-copies
+        self.attention_values.append(values.detach())
 
     def norm_maps(self) -> list[torch.Tensor]:
         """[(B, H, T, T)] per layer of the last forward pass: alpha_hij ||f_h(x_j)||, the size of what key j

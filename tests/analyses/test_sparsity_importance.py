@@ -19,6 +19,7 @@ from gridlab.analyses.common import forward_once, tvd
 from gridlab.analyses.sparsity_importance import (
     erased_alphas,
     input_gradient_norms,
+    layer_erasure,
     normalised_entropy,
     representation_erasure,
     sampled_ranks,
@@ -44,8 +45,8 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return short_synthetic_rows(tmp_path_factory.mktemp("sparsity"), n_test=COUNT)
 
 
-def model_of(synthetic: dict, encoder: str, dataset: str = "synthetic", architecture: str = "flat"):
-    config = CellConfig(dataset=dataset, encoder=encoder, architecture=architecture, model=TINY)
+def model_of(synthetic: dict, encoder: str, dataset: str = "synthetic", architecture: str = "flat", **cell):
+    config = CellConfig(dataset=dataset, encoder=encoder, architecture=architecture, model=TINY, **cell)
     model = build_model(config, synthetic["data"]).eval()
     with torch.no_grad():  # untrained: sharpen attention and output so the measures are not all flat
         for name, parameter in model.attention.named_parameters():
@@ -55,8 +56,9 @@ def model_of(synthetic: dict, encoder: str, dataset: str = "synthetic", architec
     return model
 
 
-def context(model, positions: int | None = None) -> AnalysisContext:
-    return AnalysisContext(CELL, model, torch.device("cpu"), SparsityParams(gh_x_positions=positions))
+def context(model, positions: int | None = None, layer: int | None = None) -> AnalysisContext:
+    params = SparsityParams(gh_x_positions=positions, representation_layer=layer)
+    return AnalysisContext(CELL, model, torch.device("cpu"), params)
 
 
 def as_float(values: np.ndarray) -> np.ndarray:
@@ -164,15 +166,48 @@ def test_run_equals_reference_bounds_and_nulls(synthetic, encoder):
         assert ((present >= low) & (present <= 1)).all(), name
 
 
-@pytest.mark.parametrize("positions", [None, 2])
-def test_rows_do_not_depend_on_grouping(synthetic, positions):
-    model = model_of(synthetic, "lstm")
+@pytest.mark.parametrize("layer", [0, 1])
+def test_a_self_attention_layer_as_h_equals_the_reference_and_moves_only_the_h_columns(synthetic, layer):
+    # run (each deletion masked out of every key set from the layer on, rows of one call) == reference (each
+    # item cut out of the sequence, one instance at a time); the input and g_h(x) columns do not depend on h
+    model = model_of(synthetic, "transformer").double()
+    shared = forward_once(model, collate(synthetic["rows"]))
+    columns = sparsity_importance.run(context(model, layer=layer), shared)
+    assert_columns_close(columns, sparsity_importance.reference(context(model, layer=layer), shared))
+    final = sparsity_importance.run(context(model), shared)
+    for name, values in columns.items():
+        unchanged = np.array_equal(as_float(values), as_float(final[name]), equal_nan=True)
+        assert unchanged != name.endswith(("gy_h", "dy_h")), name
+
+
+def test_below_the_self_attention_an_item_outside_a_sparse_support_still_matters(synthetic):
+    # At the final attention layer an item sparsemax gives no weight is read by nothing: erasing it changes
+    # nothing, so all such items tie at 0 with their 0 weight (Kendall's tau near 1 by construction). Deleted
+    # from the self-attention stack, the others' representations lose it.
+    model = model_of(synthetic, "transformer", projection="sparsemax").double()
+    batch = collate(synthetic["rows"])
+    shared = forward_once(model, batch)
+    outside = shared.encoded.mask & (shared.alpha == 0)
+    assert outside.any()
+    assert representation_erasure(model, shared)[outside].max() < 1e-15  # renormalising by 1 - 1e-16
+    for layer in (0, 1):
+        assert layer_erasure(model, batch, shared, layer)[outside].min() > 1e-9
+
+
+# float64 for the Transformer: untrained, ||LayerNorm(x)|| barely depends on x, so its g_h(x) are ~1e-6 and
+# float32 noise of the batch width moves them by 2%
+@pytest.mark.parametrize(
+    ("encoder", "positions", "layer", "dtype"),
+    [("lstm", None, None, torch.float32), ("lstm", 2, None, torch.float32), ("transformer", None, 0, torch.float64)],
+)
+def test_rows_do_not_depend_on_grouping(synthetic, encoder, positions, layer, dtype):
+    model = model_of(synthetic, encoder).to(dtype)
     rows = synthetic["rows"]
-    whole = sparsity_importance.run(context(model, positions), forward_once(model, collate(rows)))
+    whole = sparsity_importance.run(context(model, positions, layer), forward_once(model, collate(rows)))
     regrouped = {name: [None] * COUNT for name in whole}
     for group in ([4, 1], [0], [5, 2, 3]):  # each group padded to its own width
         picked = {k: [v[i] for i in group] for k, v in rows.items()}
-        part = sparsity_importance.run(context(model, positions), forward_once(model, collate(picked)))
+        part = sparsity_importance.run(context(model, positions, layer), forward_once(model, collate(picked)))
         for name, values in part.items():
             for row, b in enumerate(group):
                 regrouped[name][b] = values[row]

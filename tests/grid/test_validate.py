@@ -164,6 +164,18 @@ BAD_GRIDS = [
         "model.hidden_size",
         "not divisible by model.transformer_heads = 3",
     ),
+    (
+        "representation-layer-without-self-attention",
+        edited(analyses={"sparsity_importance": {"representation_layer": 0}}),
+        "analyses.sparsity_importance.representation_layer",
+        "the flat lstm cells have no self-attention layers",
+    ),
+    (
+        "representation-layer-above-the-stack",
+        edited(grid__encoder=["transformer"], analyses={"sparsity_importance": {"representation_layer": 2}}),
+        "analyses.sparsity_importance.representation_layer",
+        "a 2-layer Transformer has no layer 2 (expected null, or 0 to layers - 1",
+    ),
     ("infinite-lr", edited(train={"lr": float("inf")}), "train.lr", "expected: input should be a finite number"),
     (
         "nan-analysis-parameter",
