@@ -171,6 +171,14 @@ def seed_table(
     return table[ordered]
 
 
+def accuracy_table(cells: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame | None:
+    """Each group's test accuracy across its seeds (`seed_table`'s columns but `n_instances`: one number per
+    cell), for the papers' baseline-accuracy tables; None when no cell is trained."""
+    if cells.empty or "test_accuracy" not in cells.columns:
+        return None
+    return seed_table(cells, by, {"test_accuracy": ("test_accuracy", "mean")}).drop(columns="n_instances")
+
+
 def model_axes(frame: pd.DataFrame) -> list[str]:
     """Every configuration axis present in `frame`: tables group by all of them (a constant one splits
     nothing) so that the CSV always names the full configuration; the display shows only `grouping_axes`."""

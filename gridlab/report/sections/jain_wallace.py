@@ -33,6 +33,7 @@ from gridlab.report.reruns import reruns
 from gridlab.report.sections import Section
 from gridlab.report.stats import (
     MODEL_AXES,
+    accuracy_table,
     ci,
     constant_axes,
     grouping_axes,
@@ -133,10 +134,9 @@ def table2(rows: pd.DataFrame) -> Table:
 def table1_frame(cells: pd.DataFrame) -> pd.DataFrame | None:
     """Our test accuracy per configuration (across seeds) beside J&W Table 1's BiLSTM test performance;
     None when no cell is trained."""
-    if cells.empty or "test_accuracy" not in cells.columns:
+    frame = accuracy_table(cells, model_axes(cells))
+    if frame is None:
         return None
-    frame = seed_table(cells, model_axes(cells), {"test_accuracy": ("test_accuracy", "mean")})
-    frame = frame.drop(columns=["n_instances"])
     paper = published("jw_table1")[[*TABLE1_KEYS, "metric", "value"]].rename(
         columns={"metric": "paper_metric", "value": "paper_value"}
     )

@@ -40,6 +40,7 @@ from gridlab.report.published import citation, published
 from gridlab.report.sections import Section
 from gridlab.report.stats import (
     MODEL_AXES,
+    accuracy_table,
     bracket,
     constant_axes,
     grouping_axes,
@@ -334,10 +335,9 @@ def adversary_table(rows: pd.DataFrame) -> Table:
 def baseline_frame(cells: pd.DataFrame) -> pd.DataFrame | None:
     """Our test accuracy per model across seeds, beside Table 3's (printed for the softmax baselines only);
     None when no cell is trained."""
-    if cells.empty or "test_accuracy" not in cells.columns:
+    table = accuracy_table(cells, list(MODEL_AXES))
+    if table is None:
         return None
-    table = seed_table(cells, list(MODEL_AXES), {"test_accuracy": ("test_accuracy", "mean")})
-    table = table.drop(columns="n_instances")
     paper = baseline_published()[[*PAPER_JOIN, "published"]].rename(columns={"published": "paper_accuracy"})
     return merge_on(table, paper, list(PAPER_JOIN))
 
