@@ -31,12 +31,15 @@ sum 1 over the items (their Eq. 4–6):
   context.
 
 The parameter `representation_layer` = k (flat Transformer cells) takes h to be the input of self-attention
-layer k instead (0: the projected embeddings plus positions): g_y(h_i) through every layer from k and the
-final attention, D_y(h_i) with item i deleted from layer k on (taken out of every key set of those layers and
+layer k instead (0: the projected embeddings plus positions) in all three measures of h: g_y(h_i) through
+every layer from k and the final attention, g_{h_p}(x_i) of that h_p, D_y(h_i) with item i deleted from layer
+k on (taken out of every key set of those layers and
 of the final attention; `layer_erasure`, deletions batched in chunks). Meister et al. do not say which of a
 Transformer's representations they mean. At the final layer an item a sparse projection leaves out is read
 by nothing, so erasing it changes nothing and all such items tie at D_y(h) = 0 with their weight 0; inside
-the stack the other items still read it.
+the stack the other items still read it. `representation_erasure` = "zero" keeps h at the final layer but
+erases h_i by replacing it with the zero vector, the attention recomputed over every item
+(`zeroed_representation_erasure`): item i then weighs in with the zero vector's score.
 
 Columns: the normalised entropies H~(p) = -sum p log p / log n (0 for n = 1) of the five, and Kendall tau-b of
 alpha with gy_x, dy_x, gy_h and dy_h (`importance_correlation.kendall` of the vectors' `ranking.tie_ranks`:
@@ -118,10 +121,11 @@ def sampled_ranks(counts: torch.Tensor, limit: int | None) -> tuple[torch.Tensor
 
 
 def representation_input_gradient_norms(
-    model: AttentionClassifier, batch: Batch, shared: SharedPass, limit: int | None = None
+    model: AttentionClassifier, batch: Batch, shared: SharedPass, limit: int | None = None, layer: int | None = None
 ) -> torch.Tensor:
-    """(B, T_p, T_i) ||d ||h_p||_2 / d X_i||_2, 0 where i is outside the mask or p is not one of the
-    `sampled_ranks` items: one backward per sampled rank, every instance's p of that rank at once."""
+    """(B, T_p, T_i) ||d ||h_p||_2 / d X_i||_2 (h as `representations` takes it), 0 where i is outside the mask
+    or p is not one of the `sampled_ranks` items: one backward per sampled rank, every instance's p of that
+    rank at once."""
     mask = shared.encoded.mask  # (B, T)
     out = torch.zeros(*mask.shape, mask.shape[1], dtype=shared.encoded.h.dtype, device=mask.device)
     items = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)  # (B, T) the items' slots first, in order
@@ -130,7 +134,7 @@ def representation_input_gradient_norms(
     rows = torch.arange(mask.shape[0], device=mask.device)
     with torch.enable_grad():
         embedded = model.embed(batch).detach().requires_grad_(True)
-        norms = model.encode(batch, embedded=embedded).h.norm(dim=-1)  # (B, T)
+        norms = representations(model, batch, embedded, layer).norm(dim=-1)  # (B, T)
         for k in range(ranks.shape[1]):
             selector = torch.zeros_like(norms)
             selector[rows, slots[:, k]] = valid[:, k].to(norms.dtype)
@@ -156,10 +160,40 @@ def representation_erasure(model: AttentionClassifier, shared: SharedPass) -> to
     return tvd_beside(probs, shared.probs[:, None, :], shared.pred) * shared.encoded.mask
 
 
+def representations(
+    model: AttentionClassifier, batch: Batch, embedded: torch.Tensor, layer: int | None
+) -> torch.Tensor:
+    """(B, T, m) h from the embeddings: what the final attention layer weighs (`layer` None), or the input of a
+    Transformer's self-attention layer `layer`."""
+    if layer is None:
+        return model.encode(batch, embedded=embedded).h
+    encoder = self_attention(model)
+    return encoder.run_layers(encoder.project(embedded), batch.ids != PAD_ID, stop=layer)
+
+
+@torch.no_grad()
+def zeroed_representation_erasure(model: AttentionClassifier, shared: SharedPass) -> torch.Tensor:
+    """(B, T) D_y(h_i) = TVD(y with h_i replaced by the zero vector, y), 0 outside the mask: item i's score
+    becomes the zero vector's and the projection runs again over every item (all T variants of a batch in one
+    projection and one `decode_many` call); the zero vector adds nothing to the context, whatever its weight.
+    An attention that does not read h (uniform, random) keeps its weights."""
+    encoded, attention = shared.encoded, model.attention
+    b, t = encoded.mask.shape
+    itself = torch.eye(t, dtype=torch.bool, device=encoded.mask.device)  # (T, T) row i: the variant erasing i
+    alphas = shared.alpha[:, None, :].expand(b, t, t)
+    if attention.mode == "learned":
+        scores = attention.scores(encoded.h, encoded.query)  # (B, T)
+        zero = attention.scores(torch.zeros_like(encoded.h[:, :1]), encoded.query)  # (B, 1)
+        variants = torch.where(itself, zero[:, :, None], scores[:, None, :])  # (B, T, T)
+        masks = encoded.mask[:, None, :].expand(b, t, t)
+        alphas = attention.from_scores(variants.reshape(b * t, t), masks.reshape(b * t, t)).reshape(b, t, t)
+    probs = decode_many(model, shared, alphas.masked_fill(itself, 0.0))  # (B, T, C)
+    return tvd_beside(probs, shared.probs[:, None, :], shared.pred) * encoded.mask
+
+
 def layer_input(model: AttentionClassifier, batch: Batch, layer: int) -> tuple[TransformerEncoder, torch.Tensor]:
     """A Transformer cell's self-attention stack and the input of its layer `layer` (B, T, hidden)."""
-    encoder = self_attention(model)
-    return encoder, encoder.run_layers(encoder.project(model.embed(batch)), batch.ids != PAD_ID, stop=layer)
+    return self_attention(model), representations(model, batch, model.embed(batch), layer)
 
 
 def layer_gradient_norms(model: AttentionClassifier, batch: Batch, shared: SharedPass, layer: int) -> torch.Tensor:
@@ -198,12 +232,13 @@ def layer_erasure(model: AttentionClassifier, batch: Batch, shared: SharedPass, 
 
 
 def representation_importance(
-    model: AttentionClassifier, batch: Batch, shared: SharedPass, layer: int | None
+    model: AttentionClassifier, batch: Batch, shared: SharedPass, layer: int | None, erasure: str = "renormalise"
 ) -> dict[str, torch.Tensor]:
-    """{"gy_h", "dy_h"} (B, T), h the final attention layer's input (`layer` None) or the input of a
-    Transformer's self-attention layer `layer`."""
+    """{"gy_h", "dy_h"} (B, T), h the final attention layer's input (`layer` None; h_i erased as `erasure`
+    says) or the input of a Transformer's self-attention layer `layer` (h_i deleted from it on)."""
     if layer is None:
-        return {"gy_h": representation_gradient_norms(model, shared), "dy_h": representation_erasure(model, shared)}
+        erase = zeroed_representation_erasure if erasure == "zero" else representation_erasure
+        return {"gy_h": representation_gradient_norms(model, shared), "dy_h": erase(model, shared)}
     return {
         "gy_h": layer_gradient_norms(model, batch, shared, layer),
         "dy_h": layer_erasure(model, batch, shared, layer),
@@ -275,13 +310,13 @@ def _numpy(x: torch.Tensor) -> np.ndarray:
 
 def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
     """Two backwards for g_y, T for g_h, chunked batched deletions for D_y(x), one decode for D_y(h)."""
-    model, batch = context.classifier, shared.batch
+    model, batch, params = context.classifier, shared.batch, context.params
     measures = {
         "gy_x": input_gradient_norms(model, batch, shared),
         "dy_x": leave_one_out(model, batch, shared),
-        **representation_importance(model, batch, shared, context.params.representation_layer),
+        **representation_importance(model, batch, shared, params.representation_layer, params.representation_erasure),
     }
-    gh_x = representation_input_gradient_norms(model, batch, shared, context.params.gh_x_positions)
+    gh_x = representation_input_gradient_norms(model, batch, shared, params.gh_x_positions, params.representation_layer)
     return sparsity_columns(shared.alpha, shared.encoded.mask, measures, gh_x, tvd_floor(shared.probs, shared.pred))
 
 
@@ -297,7 +332,7 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
         rows = instance_rows(shared.batch, b)
         alone = collate(rows, sentences="sentence_starts" in rows).to(mask.device)
         slots = mask[b].nonzero()[:, 0]  # (n,) where the instance's items sit in the batch
-        values_of = _reference_instance(model, alone, int(shared.pred[b]), params.gh_x_positions)
+        values_of = _reference_instance(model, alone, int(shared.pred[b]), params)
         if params.representation_layer is not None:
             values_of |= _reference_layer(model, alone, int(shared.pred[b]), params.representation_layer)
         for name, values in values_of.items():
@@ -309,9 +344,10 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
 
 
 def _reference_instance(
-    model: AttentionClassifier, alone: Batch, pred: int, positions: int | None
+    model: AttentionClassifier, alone: Batch, pred: int, params: SparsityParams
 ) -> dict[str, torch.Tensor]:
-    """One instance's gy_x, gy_h, dy_h (n,) and gh_x (n, n) over its n items (rows of p not sampled zero)."""
+    """One instance's gy_x, gy_h, dy_h (n,) and gh_x (n, n) over its n items (rows of p not sampled zero;
+    gh_x of h as `representations` takes it, gy_h and dy_h of the final attention layer's input)."""
     with torch.enable_grad():
         embedded = model.embed(alone).detach().requires_grad_(True)
         encoded = model.encode(alone, embedded=embedded)
@@ -328,20 +364,27 @@ def _reference_instance(
 
         slots = items.nonzero()[:, 0]
         gh_x = [torch.zeros(len(slots), dtype=embedded.dtype) for _ in slots]
-        ranks, _ = sampled_ranks(torch.tensor([len(slots)]), positions)
+        ranks, _ = sampled_ranks(torch.tensor([len(slots)]), params.gh_x_positions)
+        layer = params.representation_layer
+        h_p = encoded.h if layer is None else representations(model, alone, embedded, layer)
         for rank in ranks[0].tolist():
-            (g,) = torch.autograd.grad(encoded.h[0, slots[rank]].norm(), embedded, retain_graph=True)
+            (g,) = torch.autograd.grad(h_p[0, slots[rank]].norm(), embedded, retain_graph=True)
             gh_x[rank] = g[0].reshape(len(items), -1).norm(dim=-1)[items]
     with torch.no_grad():
         original = torch.softmax(model.decode(encoded.h, alpha, encoded.query), -1)[0]
         dy_h = []
         for i in items.nonzero()[:, 0].tolist():
-            erased = alpha.clone()
-            erased[0, i] = 0.0
-            total = erased.sum()
-            erased = erased / total if total > 0 else erased
-            probs = torch.softmax(model.decode(encoded.h, erased, encoded.query), -1)[0]
-            dy_h.append(0.5 * (probs - original).abs().sum())
+            if params.representation_erasure == "zero":  # h_i itself zeroed, attention recomputed by the model
+                h = encoded.h.clone()
+                h[0, i] = 0.0
+                probs = torch.softmax(model.decode(h, model.attend(h, encoded.mask, encoded.query), encoded.query), -1)
+            else:
+                erased = alpha.clone()
+                erased[0, i] = 0.0
+                total = erased.sum()
+                erased = erased / total if total > 0 else erased
+                probs = torch.softmax(model.decode(encoded.h, erased, encoded.query), -1)
+            dy_h.append(0.5 * (probs[0] - original).abs().sum())
     return {"gy_x": gy_x.double(), "gy_h": gy_h.double(), "dy_h": _stacked(dy_h, (0,)), "gh_x": _stacked(gh_x, (0, 0))}
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gridlab.data.catalog import DATASETS
 
@@ -79,10 +79,24 @@ class SparsityParams(Params):
     representation_layer: int | None = Field(
         None,
         ge=0,
-        description="what h is in g_y(h) and D_y(h): the input of the final attention layer (null), or, for a "
-        "Transformer encoder, the input of its self-attention layer k (0: the projected embeddings plus "
-        "positions), h_i erased by deleting item i from layer k on",
+        description="what h is in g_y(h), g_h(x) and D_y(h): the input of the final attention layer (null), "
+        "or, for a Transformer encoder, the input of its self-attention layer k (0: the projected embeddings "
+        "plus positions), h_i erased by deleting item i from layer k on",
     )
+    representation_erasure: Literal["renormalise", "zero"] = Field(
+        "renormalise",
+        description="how D_y(h) erases h_i at the final attention layer: alpha_i set to 0 and the rest "
+        "renormalised, or h_i replaced by the zero vector and attention recomputed over every item",
+    )
+
+    @model_validator(mode="after")
+    def _one_erasure(self) -> SparsityParams:
+        if self.representation_layer is not None and self.representation_erasure != "renormalise":
+            raise ValueError(
+                "representation_erasure applies at the final attention layer; with representation_layer set, "
+                "h_i is deleted from that layer on (expected one of the two)"
+            )
+        return self
 
 
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)  # every ranking, in the order of the analyses' columns

@@ -56,8 +56,10 @@ def model_of(synthetic: dict, encoder: str, dataset: str = "synthetic", architec
     return model
 
 
-def context(model, positions: int | None = None, layer: int | None = None) -> AnalysisContext:
-    params = SparsityParams(gh_x_positions=positions, representation_layer=layer)
+def context(
+    model, positions: int | None = None, layer: int | None = None, erasure: str = "renormalise"
+) -> AnalysisContext:
+    params = SparsityParams(gh_x_positions=positions, representation_layer=layer, representation_erasure=erasure)
     return AnalysisContext(CELL, model, torch.device("cpu"), params)
 
 
@@ -169,7 +171,7 @@ def test_run_equals_reference_bounds_and_nulls(synthetic, encoder):
 @pytest.mark.parametrize("layer", [0, 1])
 def test_a_self_attention_layer_as_h_equals_the_reference_and_moves_only_the_h_columns(synthetic, layer):
     # run (each deletion masked out of every key set from the layer on, rows of one call) == reference (each
-    # item cut out of the sequence, one instance at a time); the input and g_h(x) columns do not depend on h
+    # item cut out of the sequence, one instance at a time); only the columns of h move
     model = model_of(synthetic, "transformer").double()
     shared = forward_once(model, collate(synthetic["rows"]))
     columns = sparsity_importance.run(context(model, layer=layer), shared)
@@ -177,7 +179,21 @@ def test_a_self_attention_layer_as_h_equals_the_reference_and_moves_only_the_h_c
     final = sparsity_importance.run(context(model), shared)
     for name, values in columns.items():
         unchanged = np.array_equal(as_float(values), as_float(final[name]), equal_nan=True)
-        assert unchanged != name.endswith(("gy_h", "dy_h")), name
+        assert unchanged != name.endswith(("gy_h", "dy_h", "gh_x")), name
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "transformer"])
+def test_zeroing_h_i_equals_the_reference_and_moves_only_d_y_h(synthetic, encoder):
+    # run (every item's score swapped for the zero vector's, one projection and one decode per batch) ==
+    # reference (h_i zeroed, the model's own attention and decoder, one instance and item at a time)
+    model = model_of(synthetic, encoder, projection="sparsemax").double()
+    shared = forward_once(model, collate(synthetic["rows"]))
+    columns = sparsity_importance.run(context(model, erasure="zero"), shared)
+    assert_columns_close(columns, sparsity_importance.reference(context(model, erasure="zero"), shared))
+    renormalised = sparsity_importance.run(context(model), shared)
+    for name, values in columns.items():
+        unchanged = np.array_equal(as_float(values), as_float(renormalised[name]), equal_nan=True)
+        assert unchanged != name.endswith("dy_h"), name
 
 
 def test_below_the_self_attention_an_item_outside_a_sparse_support_still_matters(synthetic):

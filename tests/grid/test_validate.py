@@ -176,6 +176,15 @@ BAD_GRIDS = [
         "analyses.sparsity_importance.representation_layer",
         "a 2-layer Transformer has no layer 2 (expected null, or 0 to layers - 1",
     ),
+    (
+        "two-ways-to-erase-h",
+        edited(
+            grid__encoder=["transformer"],
+            analyses={"sparsity_importance": {"representation_layer": 1, "representation_erasure": "zero"}},
+        ),
+        "analyses.sparsity_importance",
+        "representation_erasure applies at the final attention layer",
+    ),
     ("infinite-lr", edited(train={"lr": float("inf")}), "train.lr", "expected: input should be a finite number"),
     (
         "nan-analysis-parameter",
