@@ -33,13 +33,13 @@ sum 1 over the items (their Eq. 4–6):
 The parameter `representation_layer` = k (flat Transformer cells) takes h to be the input of self-attention
 layer k instead (0: the projected embeddings plus positions) in all three measures of h: g_y(h_i) through
 every layer from k and the final attention, g_{h_p}(x_i) of that h_p, D_y(h_i) with item i deleted from layer
-k on (taken out of every key set of those layers and
-of the final attention; `layer_erasure`, deletions batched in chunks). Meister et al. do not say which of a
-Transformer's representations they mean. At the final layer an item a sparse projection leaves out is read
-by nothing, so erasing it changes nothing and all such items tie at D_y(h) = 0 with their weight 0; inside
-the stack the other items still read it. `representation_erasure` = "zero" keeps h at the final layer but
-erases h_i by replacing it with the zero vector, the attention recomputed over every item
-(`zeroed_representation_erasure`): item i then weighs in with the zero vector's score.
+k on (taken out of every key set of those layers and of the final attention; `layer_erasure`, deletions
+batched in chunks). Meister et al. do not say which of a Transformer's representations they mean. At the
+final layer an item a sparse projection leaves out is read by nothing, so erasing it changes nothing and all
+such items tie at D_y(h) = 0 with their weight 0; inside the stack the other items still read it.
+`representation_erasure` = "zero" keeps h at the final layer but erases h_i by replacing it with the zero
+vector, the attention recomputed over every item (`zeroed_representation_erasure`): item i then weighs in
+with the zero vector's score.
 
 Columns: the normalised entropies H~(p) = -sum p log p / log n (0 for n = 1) of the five, and Kendall tau-b of
 alpha with gy_x, dy_x, gy_h and dy_h (`importance_correlation.kendall` of the vectors' `ranking.tie_ranks`:

@@ -97,9 +97,9 @@ def analysis_incompatibilities(config: CellConfig, analyses: dict[str, Params]) 
     """(where, what) for every analysis parameter this cell cannot honour; empty when it can."""
     params = analyses.get("sparsity_importance")
     layer = params.representation_layer if isinstance(params, SparsityParams) else None
-    layers = config.model.transformer_layers
     if layer is None:
         return []
+    layers = config.model.transformer_layers
     if config.encoder != "transformer" or config.architecture != "flat":
         reason = f"the {config.architecture} {config.encoder} cells have no self-attention layers"
     elif layer >= layers:
