@@ -36,6 +36,11 @@ class DataConfig(BaseModel):
     )
     split_seed: int = Field(0, ge=0, description="seed of every carved or derived split")
     babi_size: Literal["10k", "1k"] | None = Field(None, description="bAbI training-set size (default 10k)")
+    babi_labels: Literal["answers", "vocabulary"] = Field(
+        "answers",
+        description="bAbI's classes: the answers seen in train, or every word of the training stories and questions "
+        "(J&W's output layer)",
+    )
     synthetic: SyntheticConfig | None = Field(None, description="parameters of the synthetic task")
     strip_punctuation: bool = Field(False, description="drop tokens made only of punctuation (J&W's preprocessing)")
     inword_punctuation: Literal["keep", "split", "separate"] = Field(
@@ -56,6 +61,7 @@ class DataConfig(BaseModel):
                 "max_length": self.max_length or defaults.max_length,
                 "dev_fraction": self.dev_fraction if self.test_fraction or "dev" not in spec.official_splits else None,
                 "babi_size": (self.babi_size or "10k") if is_babi else None,
+                "babi_labels": self.babi_labels if is_babi else "answers",
                 "synthetic": (self.synthetic or SyntheticConfig()) if spec.id == "synthetic" else None,
                 "drop_titles": self.drop_titles and spec.folder == "ag_news",
             }

@@ -98,9 +98,9 @@ class _Built:
 
 def _build(spec: DatasetSpec, presence: Presence, config: DataConfig) -> _Built:
     raw = _raw_splits(spec, presence, config)
-    label_names = _label_names(spec, config, raw["train"])
     encoded = {split: _tokenize_split(examples, spec, config) for split, examples in raw.items()}
     encoded = {split: _length_filter(rows, config) for split, rows in encoded.items()}
+    label_names = _label_names(spec, config, raw["train"], encoded["train"])
     vocab = Vocab.build(
         (seq for row in encoded["train"] for seq in (row["tokens"], row.get("query_tokens") or ())),
         config.min_count or 1,
@@ -162,13 +162,21 @@ def _carve(examples: list[RawExample], fractions: dict[str, float], rng: np.rand
     }
 
 
-def _label_names(spec: DatasetSpec, config: DataConfig, train: list[RawExample]) -> tuple[str, ...]:
+def _label_names(
+    spec: DatasetSpec, config: DataConfig, train: list[RawExample], train_rows: list[dict]
+) -> tuple[str, ...]:
+    """The dataset's own classes, else the labels seen in train. bAbI under `babi_labels: vocabulary` adds
+    every word the model reads in train, as J&W's output layer does: the answers are words of the stories, and
+    their model picks among all words, not among the few places or objects that ever answer."""
     if spec.label_names is not None:
         return spec.label_names
     if spec.id == SYNTHETIC:
         assert config.synthetic is not None  # resolved: filled in for the synthetic task
         return tuple(str(k) for k in range(config.synthetic.n_classes))
-    return tuple(sorted({e.label for e in train}))
+    labels = {e.label for e in train}
+    if config.babi_labels == "vocabulary":
+        labels |= {token for row in train_rows for seq in (row["tokens"], row["query_tokens"]) for token in seq}
+    return tuple(sorted(labels))
 
 
 def _tokenize_split(examples: list[RawExample], spec: DatasetSpec, config: DataConfig) -> list[dict]:

@@ -47,6 +47,7 @@ CELL_SCHEMA_VERSION = 1
 ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
     ("data", "test_fraction"): None,
     ("data", "drop_titles"): False,
+    ("data", "babi_labels"): "answers",
     ("data", "inword_punctuation"): "keep",
     ("train", "attention_lr_scale"): 1.0,
     ("train", "attention_weight_decay"): False,

@@ -127,6 +127,22 @@ def test_pair_fields_are_tokenised_separately(data_dir: Path, cache: Path):
     assert first["query_ids"] == sick.vocab.encode(first["query_tokens"]).tolist()
 
 
+def test_babi_classes_are_the_answers_or_every_word_read_in_train(data_dir: Path, cache: Path):
+    answers = load_dataset("babi1", data_dir, cache, DataConfig(babi_size="1k"))
+    words = load_dataset("babi1", data_dir, cache, DataConfig(babi_size="1k", babi_labels="vocabulary"))
+    assert answers.label_names == ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office")
+    read = {
+        t
+        for split in ("tokens", "query_tokens")
+        for seq in words.splits["train"].column(split).to_pylist()
+        for t in seq
+    }
+    assert set(words.label_names) == read and {"john", "where", "moved"} <= read
+    for split in ("train", "test"):  # the same answers, under the larger label set's indices
+        named = [answers.label_names[i] for i in answers.splits[split].column("label").to_pylist()]
+        assert named == [words.label_names[i] for i in words.splits[split].column("label").to_pylist()]
+
+
 def test_partial_dataset_needs_derive_splits(data_dir: Path, cache: Path):
     with pytest.raises(DataError, match=r"partial: no train split.*derive_splits"):
         load_dataset("agnews", data_dir, cache, DataConfig())

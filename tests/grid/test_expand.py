@@ -24,6 +24,7 @@ def test_cell_id_is_sha256_of_canonical_resolved_json():
     config = CellConfig(dataset="sst")
     cell = config.model_dump(mode="json")
     del cell["data"]["test_fraction"], cell["data"]["drop_titles"]  # added later: left out at their neutral value
+    del cell["data"]["babi_labels"]
     del cell["data"]["inword_punctuation"], cell["train"]["attention_weight_decay"], cell["model"]["query_embedding"]
     del cell["train"]["attention_lr_scale"], cell["model"]["word_attention_mode"], cell["model"]["average_activation"]
     del cell["model"]["pair_output"]
@@ -47,6 +48,10 @@ def test_a_setting_added_later_keeps_the_ids_already_handed_out():
     assert cell_id(untitled) != cell_id(CellConfig(dataset="agnews"))
     separated = CellConfig(dataset="20news", data={"inword_punctuation": "separate"})
     assert cell_id(separated) != cell_id(CellConfig(dataset="20news"))
+    babi = {c.id for c in grid.cells if c.config.dataset == "babi1" and c.config.encoder == "average"}
+    assert {"34ce131de683", "42353f70cf0c", "75d1c0e36f51"} <= babi
+    worded = CellConfig(dataset="babi1", architecture="pair", data={"babi_labels": "vocabulary"})
+    assert cell_id(worded) != cell_id(CellConfig(dataset="babi1", architecture="pair"))
 
 
 def test_a_max_train_sample_is_a_new_cell_and_a_head_keeps_the_old_id():
@@ -58,7 +63,7 @@ def test_a_max_train_sample_is_a_new_cell_and_a_head_keeps_the_old_id():
     del old["data"]["test_fraction"], old["data"]["drop_titles"], old["train"]["attention_lr_scale"]
     del old["data"]["inword_punctuation"], old["train"]["attention_weight_decay"], old["model"]["query_embedding"]
     del old["model"]["word_attention_mode"], old["train"]["subset"], old["model"]["average_activation"]
-    del old["model"]["pair_output"]
+    del old["model"]["pair_output"], old["data"]["babi_labels"]
     canonical = json.dumps({"schema": 1, "cell": old}, sort_keys=True, separators=(",", ":"))
     assert cell_id(head) == hashlib.sha256(canonical.encode()).hexdigest()[:12]
     assert cell_id(sample) != cell_id(head)
@@ -107,12 +112,13 @@ def test_dataset_defaults_are_filled_in_and_inapplicable_keys_blanked(tmp_path: 
         tmp_path,
         "name: a\ngrid: {dataset: [sst, babi1, synthetic], architecture: [flat, pair]}\n"
         "exclude: [{dataset: [sst, synthetic], architecture: pair}, {dataset: babi1, architecture: flat}]\n"
-        "data: {babi_size: 1k}\n",
+        "data: {babi_size: 1k, babi_labels: vocabulary}\n",
     )
     by_dataset = {c.config.dataset: c.config.data for c in grid.cells}
     assert by_dataset["sst"].min_count == 1 and by_dataset["sst"].min_length == 5
     assert by_dataset["sst"].babi_size is None and by_dataset["sst"].synthetic is None
     assert by_dataset["babi1"].babi_size == "1k"
+    assert by_dataset["sst"].babi_labels == "answers" and by_dataset["babi1"].babi_labels == "vocabulary"
     assert by_dataset["synthetic"].synthetic.n_classes == 2
     assert by_dataset["sst"].dev_fraction is None  # SST has an official dev split
 
