@@ -40,6 +40,14 @@ class Ablation(BaseModel):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("where")
+    @classmethod
+    def _conditions(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for condition in value:
+            if "=" not in condition:  # a YAML list split `dataset=a,b` at its comma
+                raise ValueError(f"'{condition}' is not PATH=VALUE[,VALUE...]; quote a condition with commas")
+        return value
+
     @field_validator("finding")
     @classmethod
     def _one_line(cls, value: str) -> str:

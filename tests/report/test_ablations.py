@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from gridlab.errors import GridlabError
+from gridlab.grid.expand import expand, restrict
+from gridlab.grid.load import load_grid_file
 from gridlab.report.ablations import ABLATIONS_FILE, NO_ABLATION, Ablation, ablation_text, load_ablations
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,6 +65,14 @@ def test_loading_a_file(tmp_path: Path):
         load_ablations(path)
 
 
-def test_the_shipped_file_loads_and_names_existing_grids():
+def test_a_condition_split_at_its_comma_is_refused():
+    with pytest.raises(ValueError, match="quote a condition"):
+        Ablation.model_validate({**entry().model_dump(), "where": ["dataset=babi1", "babi2"]})
+
+
+def test_the_shipped_file_names_existing_grids_and_commands_that_select_cells():
     for ablation in load_ablations(ABLATIONS_FILE):
-        assert (REPO / ablation.grid).is_file(), ablation.grid
+        path = REPO / ablation.grid
+        assert path.is_file(), ablation.grid
+        grid = expand(load_grid_file(path), ablation.grid, check_data=False)
+        assert restrict(grid, list(ablation.where)).cells, ablation.command
