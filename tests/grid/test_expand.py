@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,21 @@ def test_full_grid_is_the_union_of_the_paper_grids():
         *(ids(f"{p}.yaml") for p in ("jain_wallace", "serrano_smith", "meister", "vashishth", "wiegreffe_pinter"))
     )
     assert ids("full.yaml") == papers
+
+
+PAPER_GRIDS = {"J&W": "jain_wallace", "Meister": "meister", "Vashishth": "vashishth", "S&S": "serrano_smith"}
+
+
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).resolve().parents[2] / "grids").glob("*/*.yaml")), ids=lambda p: p.name
+)
+def test_a_grid_that_says_it_shares_a_paper_grids_cells_does(path: Path):
+    """An ablation's header says "... are the J&W grid's own" where its cells are that grid's (trained once, and
+    the ablation compares against the very models the fidelity table reads), or "none ... is the J&W grid's own";
+    a setting added to either grid later silently breaks such a sentence."""
+    header = " ".join(line.lstrip("# ") for line in path.read_text().splitlines() if line.startswith("#"))
+    for claim in re.finditer(r"(\bnone\b[^.;:]*?)?\bthe (J&W|Meister|Vashishth|S&S) grid's own", header):
+        paper = path.parents[1] / f"{PAPER_GRIDS[claim.group(2)]}.yaml"
+        theirs = {c.id for c in expand(load_grid_file(paper), str(paper), check_data=False).cells}
+        ours = {c.id for c in expand(load_grid_file(path), str(path), check_data=False).cells}
+        assert bool(ours & theirs) != bool(claim.group(1)), claim.group(0)
