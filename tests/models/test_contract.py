@@ -152,3 +152,33 @@ def test_same_seed_gives_bitwise_identical_models(datasets):
     assert not all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), c.state_dict().values()))
     batch = batch_of(data, "flat", rows(data))
     assert torch.equal(a(batch), b(batch))
+
+
+def one_pass(model, x, words):
+    """What the word level computed before it took the rows longest first in chunks: the block at once."""
+    return model.word_encoder(x, words.sum(-1), words)
+
+
+@pytest.mark.parametrize("enc", ENCODERS)
+def test_a_hierarchical_models_word_level_in_chunks_computes_what_one_pass_does(datasets, enc, monkeypatch):
+    model, data = build(datasets, "han", enc, "additive", "softmax", None)
+    picked = rows(data, count=12)
+    batch = batch_of(data, "han", picked)
+    assert not batch.sentences.doc_mask.all()  # documents of different sentence counts: padding sentences
+    batch.sentences.mask[-1] = False  # and a document with no words left (as a leave-one-out can make)
+    monkeypatch.setattr("gridlab.models.classifier.WORD_CHUNK_ROWS", 5)  # several chunks of a few sentences
+    embedded = model.embed(batch).detach().requires_grad_()
+    chunked = model(batch)
+    (grad,) = torch.autograd.grad(model.decode(*_encoded(model, batch, embedded)).sum(), embedded)
+    monkeypatch.setattr(type(model), "_encode_words", one_pass)
+    reference = model(batch)
+    (expected,) = torch.autograd.grad(model.decode(*_encoded(model, batch, embedded)).sum(), embedded)
+    if enc == "lstm":  # a row's LSTM states do not depend on its batch: the very same logits
+        assert torch.equal(chunked, reference)
+    torch.testing.assert_close(chunked, reference, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(grad, expected, atol=1e-6, rtol=1e-5)
+
+
+def _encoded(model, batch, embedded):
+    encoded = model.encode(batch, embedded=embedded)
+    return encoded.h, model.attend(encoded.h, encoded.mask, encoded.query), encoded.query
