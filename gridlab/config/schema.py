@@ -145,9 +145,21 @@ class Resources(Strict):
     gpu: float = Field(0, ge=0, description="fractions share one GPU between trials")
 
 
+class TrainResourcesOverride(Strict):
+    """What the trials of the cells matching `when` ask for in place of `resources.train`: a model that needs
+    more of a node than the grid's other cells (a HAN over long documents, whose backward pass holds GBs) gets
+    it without making every trial wait for it."""
+
+    when: dict[str, Any]
+    train: Resources
+
+
 class ResourcesConfig(Strict):
     train: Resources = Resources()
     analysis: Resources = Resources()
+    overrides: list[TrainResourcesOverride] = Field(
+        default_factory=list, description="per-cell training resources; the last entry that matches a cell wins"
+    )
 
 
 class RayConfig(Strict):

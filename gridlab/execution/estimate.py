@@ -164,9 +164,9 @@ def calibrate(grid: ExpandedGrid, states: Mapping[str, str]) -> Calibration:
     for cell in grid.cells:
         if states[cell.id] != "trained" and LIKENESS[0](cell) not in measured:
             kinds.setdefault(LIKENESS[0](cell), cell)
-    set_torch_threads(grid.spec.resources.train.cpu)
     epochs, instances = {}, {}
     for cell in kinds.values():
+        set_torch_threads(grid.train_resources(cell.id).cpu)  # as its trial would run
         config = cell.config
         data = load_dataset(config.dataset, grid.data_dir, grid.results.cache, config.data)
         torch.manual_seed(config.seed)

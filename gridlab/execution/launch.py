@@ -25,9 +25,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyarrow import fs as pafs
 from ray import tune
+from ray.tune import PlacementGroupFactory
 
 from gridlab.analyses.seed_variance import peers_of
 from gridlab.data.catalog import DATASETS
@@ -205,7 +207,7 @@ def _train(
         signalled = _fit(
             tune.Tuner.restore(
                 path,
-                trainable=_trainable(grid),
+                trainable=_trainable(),
                 resume_unfinished=True,
                 resume_errored=False,
                 storage_filesystem=filesystem,
@@ -248,9 +250,14 @@ def _verify_data(grid: ExpandedGrid, cells: list[Cell]) -> None:
         verify_release(DATASETS[dataset], grid.data_dir)
 
 
-def _trainable(grid: ExpandedGrid):
-    resources = grid.spec.resources.train
-    return tune.with_resources(train_cell, {"cpu": resources.cpu, "gpu": resources.gpu})
+def _trainable():
+    """`train_cell`, each trial asking Ray for what its own params say (`ExpandedGrid.train_resources`)."""
+    return tune.with_resources(train_cell, _trial_resources)
+
+
+def _trial_resources(config: dict[str, Any]) -> PlacementGroupFactory:
+    trial = config["trial"]
+    return PlacementGroupFactory([{"CPU": trial["cpus"]} | ({"GPU": trial["gpus"]} if trial["gpus"] else {})])
 
 
 def _run(
@@ -262,7 +269,6 @@ def _run(
     dispatcher: AnalysisDispatcher | None,
     status: Status | None = None,
 ) -> None:
-    resources = grid.spec.resources.train
     cache_dir = grid.results.cache
     experiment = grid.workspace.next_tune_experiment().resolve()
     params = [
@@ -272,8 +278,8 @@ def _run(
             grid.data_dir,
             cache_dir,
             grid.spec.device,
-            resources.cpu,
-            resources.gpu,
+            grid.train_resources(c.id).cpu,
+            grid.train_resources(c.id).gpu,
             trial_dir=_trial_storage(grid, experiment / c.id),
         )
         for c in cells
@@ -291,7 +297,7 @@ def _run(
     )
     storage_path, storage_filesystem = _tune_storage(grid, experiment.parent)
     tuner = tune.Tuner(
-        _trainable(grid),
+        _trainable(),
         param_space={"trial": tune.grid_search(params)},
         tune_config=tune.TuneConfig(trial_name_creator=_trial_name, trial_dirname_creator=_trial_name),
         run_config=tune.RunConfig(

@@ -186,6 +186,7 @@ def _report_final(
     result = trainer.select_best()
     test = evaluate(trainer.model, data.splits["test"], device, target_vocab=data.target_vocab)
     metric = trainer.metric
+    assigned = ray.get_runtime_context().get_assigned_resources()  # what Ray gave the trial: its threads, its GPU
     metrics = {
         "final": True,
         "epochs_trained": trainer.epoch,
@@ -194,6 +195,8 @@ def _report_final(
         **{f"test_{k}": v for k, v in test.items()},
         "resumed_from_epoch": resumed_from,  # 0: trained in one go; k: continued after epoch k's checkpoint
         "node_id": ray.get_runtime_context().get_node_id(),
+        "cpus": assigned.get("CPU", 0.0),
+        "gpus": assigned.get("GPU", 0.0),
         "device": str(device),
     }
     with tempfile.TemporaryDirectory() as tmp:

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from gridlab.catalog.analyses import ANALYSES, Params
 from gridlab.catalog.compatibility import analysis_incompatibilities, incompatibilities
-from gridlab.config.schema import CellConfig, GridFile
+from gridlab.config.schema import CellConfig, GridFile, Resources
 from gridlab.config.user import read_settings, settings_path
 from gridlab.data.catalog import DATASETS
 from gridlab.data.embedded import EMBEDDED_DATA
@@ -76,6 +76,11 @@ class ExpandedGrid:
     axis_paths: list[str]
     collapsed: int = 0  # combinations that resolved to a cell already in the list
     warnings: list[str] = field(default_factory=list)
+    resource_overrides: dict[str, Resources] = field(default_factory=dict)  # cell id -> its `resources.overrides`
+
+    def train_resources(self, cell_id: str) -> Resources:
+        """What this cell's trial asks Ray for: its matching `resources.overrides` entry, else `resources.train`."""
+        return self.resource_overrides.get(cell_id, self.spec.resources.train)
 
     @property
     def data_dir(self) -> Path:
@@ -151,6 +156,10 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
         )
         for i, o in enumerate(spec.overrides)
     ]
+    resource_conditions = [
+        _validate_conditions(o.when, ("resources", "overrides", i, "when"), problems)
+        for i, o in enumerate(spec.resources.overrides)
+    ]
     analyses = _validate_analyses(spec.analyses, problems)
     if problems:
         raise GridFileError(file, problems)
@@ -175,6 +184,7 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
             seen.add(cell.id)
             cells.append(cell)
     warnings += [f"overrides[{i}] matches no cell" for i in range(len(overrides)) if i not in used_overrides]
+    resource_overrides = _resource_overrides(cells, resource_conditions, spec, warnings)
     if problems:
         raise GridFileError(file, _dedupe(problems))
     if not cells:
@@ -192,7 +202,7 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
         _check_vectors(cells, resolve_data_dir(spec.data_dir), problems)
     if problems:
         raise GridFileError(file, _dedupe(problems))
-    return ExpandedGrid(file, spec, cells, analyses, axis_paths, len(kept) - len(cells), warnings)
+    return ExpandedGrid(file, spec, cells, analyses, axis_paths, len(kept) - len(cells), warnings, resource_overrides)
 
 
 def raw_problems(document: dict[str, Any]) -> list[Problem]:
@@ -310,6 +320,19 @@ def _matches(config: dict[str, Any], conditions: dict[str, list[Any]]) -> bool:
     return all(
         (config[path] if path in config else get_path(config, path)) in values for path, values in conditions.items()
     )
+
+
+def _resource_overrides(
+    cells: list[Cell], conditions: list[dict[str, list[Any]]], spec: GridFile, warnings: list[str]
+) -> dict[str, Resources]:
+    """Cell id -> the training resources of the last `resources.overrides` entry matching it."""
+    chosen: dict[str, Resources] = {}
+    for i, (when, entry) in enumerate(zip(conditions, spec.resources.overrides)):
+        matching = [c.id for c in cells if _matches(c.config.model_dump(), when)]
+        chosen.update(dict.fromkeys(matching, entry.train))
+        if not matching:
+            warnings.append(f"resources.overrides[{i}] matches no cell")
+    return chosen
 
 
 def _resolve_cell(base, combo, overrides, used_overrides: set[int], problems: list[Problem]) -> CellConfig | None:

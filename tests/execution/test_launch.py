@@ -143,6 +143,24 @@ def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path
     assert len(runs(tmp_path, "g", "tags.`gridlab.kind` = 'cell'")) == 8
 
 
+def test_a_cell_matching_a_resources_override_trains_with_its_resources(
+    tmp_path: Path, data_dir: Path, monkeypatch, local_ray
+):
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    path = write_grid(
+        tmp_path,
+        grid={"dataset": ["synthetic"], "encoder": ["average", "noenc"]},
+        resources={"train": {"cpu": 1}, "overrides": [{"when": {"encoder": "noenc"}, "train": {"cpu": 2}}]},
+    )
+    result = launch(path)
+    assert result.exit_code == 0, result.output
+    given = {}
+    for cell in cells(path):
+        metrics = json.loads((tmp_path / "runs" / "g" / "models" / cell.id / "metrics.json").read_text())
+        given[cell.config.encoder] = (metrics["cpus"], metrics["gpus"])
+    assert given == {"average": (1.0, 0.0), "noenc": (2.0, 0.0)}  # as Ray assigned them to each trial
+
+
 def test_force_retrains_only_the_chosen_cell(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
     path = write_grid(

@@ -158,6 +158,36 @@ overrides:
     assert not any(c.config.seed == 1 and c.config.encoder != "lstm" for c in grid.cells)
 
 
+def test_resources_overrides_pick_each_cells_trial_resources_and_leave_its_id(tmp_path: Path):
+    body = "name: a\ngrid: {dataset: [sst], architecture: [flat, han], encoder: [lstm, cnn]}\n"
+    plain = grid_from(tmp_path, body, "plain.yaml")
+    grid = grid_from(
+        tmp_path,
+        body
+        + """
+resources:
+  train: {cpu: 1}
+  overrides:
+    - when: {architecture: han}
+      train: {cpu: 2}
+    - when: {architecture: han, encoder: cnn}   # the last entry that matches wins
+      train: {cpu: 1.5, gpu: 0.5}
+    - when: {dataset: imdb}
+      train: {cpu: 4}
+""",
+        "overridden.yaml",
+    )
+    assert [c.id for c in grid.cells] == [c.id for c in plain.cells]
+    given = {(c.config.architecture, c.config.encoder): grid.train_resources(c.id) for c in grid.cells}
+    assert {k: (r.cpu, r.gpu) for k, r in given.items()} == {
+        ("flat", "lstm"): (1, 0),
+        ("flat", "cnn"): (1, 0),
+        ("han", "lstm"): (2, 0),
+        ("han", "cnn"): (1.5, 0.5),
+    }
+    assert grid.warnings == ["resources.overrides[2] matches no cell"]
+
+
 def test_dotted_axes_reach_nested_settings(tmp_path: Path):
     grid = grid_from(
         tmp_path, "name: a\ngrid: {dataset: [synthetic], data.synthetic.n_classes: [2, 4], train.lr: [0.01, 0.001]}\n"

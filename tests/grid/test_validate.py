@@ -128,6 +128,18 @@ BAD_GRIDS = [
         "shard_size 100 is not a multiple of analysis_batch_size 32",
     ),
     ("gpu-negative", edited(resources={"train": {"gpu": -1}}), "resources.train.gpu", "greater than or equal to 0"),
+    (
+        "resources-override-unknown-when-key",
+        edited(resources={"overrides": [{"when": {"architecure": "han"}, "train": {"cpu": 2}}]}),
+        "resources.overrides[0].when",
+        "did you mean 'architecture'?",
+    ),
+    (
+        "resources-override-bad-cpu",
+        edited(resources={"overrides": [{"when": {"dataset": "sst"}, "train": {"cpu": 0}}]}),
+        "resources.overrides[0].train.cpu",
+        "greater than 0",
+    ),
     ("bad-ray-address", edited(ray={"address": "http://x"}), "ray.address", "not a Ray address"),
     (
         "lambda-too-large",
