@@ -195,8 +195,8 @@ def fidelity_document(
         f"Generated from the runs by `{command}`; rerun it after a launch instead of editing this file. "
         "A number is reproduced when ours lies within its tolerance of the published one; where it does not, "
         "the `ablation` column names the run that tests why, or says `no ablation yet`. A number measured by "
-        "an earlier regeneration whose runs are not in this results folder is carried from the record beside "
-        "this file (fidelity.record.csv), and its note says when it was measured.",
+        "an earlier regeneration whose runs are not in this results folder, or are here on fewer seeds, is "
+        "carried from the record beside this file (fidelity.record.csv), and its note says when it was measured.",
         "",
         "## Summary",
         "",

@@ -5,7 +5,9 @@ instead of turning them back into "not run".
 Paper-scale grids take longer than one sitting on 2 cores, and a results folder does not always outlive the
 machine it was written on. A number measured once stays evidence until a run here replaces it: a row that
 is "not run" in this results folder takes its recorded value, is judged again against today's tolerance
-and ablations, and says in its note when it was measured. A row measured here always wins over the record.
+and ablations, and says in its note when it was measured. A row measured here wins over the record, unless
+the record's measurement averaged more seeds: a few seeds rerun on a new machine say less than the whole
+set measured before, so the record's number stays and the note gives this folder's beside it.
 
     >>> record = NumberRecord.read(Path("docs/fidelity.md"))      # empty where no record exists yet
     >>> result = record.carry(fidelity(inputs), entries)           # "not run" rows filled from the record
@@ -62,7 +64,8 @@ class NumberRecord:
         write_text(walls_path, self.walls[WALL_COLUMNS].to_csv(index=False))
 
     def carry(self, result: FidelityResult, entries: list[Ablation]) -> FidelityResult:
-        """`result` with each "not run" number that the record holds filled from it and judged again."""
+        """`result` with each number that the record holds and this folder lacks, or measured on fewer seeds,
+        filled from it and judged again."""
         recorded = self.numbers[self.numbers["file"] == result.file]
         if recorded.empty:
             return result
@@ -111,6 +114,7 @@ class NumberRecord:
 
 
 CARRIED_NOTE = "carried: measured {on} in runs not in this results folder"
+FEWER_SEEDS_NOTE = "carried: measured {on} over {seeds} seeds; this results folder has {here_seeds}: {ours:.3f}"
 CARRIED_PREFIX = CARRIED_NOTE.split("{on}")[0]
 
 
@@ -124,12 +128,20 @@ def _carry_frame(frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Abla
     rows = []
     for row in frame.to_dict(orient="records"):
         # One number may have had several measured rows (cells that differ in a second setting axis).
-        matches = by_key.get(tuple(_key_text(row[k]) for k in key), []) if row["verdict"] == NOT_RUN else []
-        rows += [_carried(row, found, entries) for found in matches] or [row]
+        matches = by_key.get(tuple(_key_text(row[k]) for k in key), [])
+        if row["verdict"] == NOT_RUN:
+            rows += [_carried(row, found, entries) for found in matches] or [row]
+        elif matches and all(_more_seeds(found, row) for found in matches):
+            rows += [_carried(row, found, entries, here=row) for found in matches]
+        else:
+            rows.append(row)
     return pd.DataFrame.from_records(rows, columns=[*frame.columns, "measured_on"])
 
 
-def _carried(row: dict[str, Any], found: dict[str, Any], entries: list[Ablation]) -> dict[str, Any]:
+def _carried(
+    row: dict[str, Any], found: dict[str, Any], entries: list[Ablation], here: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`row` with the record's measurement `found`; `here`: this folder's own, on fewer seeds, named in the note."""
     out = {**row, **{k: _float(found[k]) for k in MEASURED}}
     out["difference"], out["verdict"] = verdict_for(
         out["ours"], float(row["published"]), float(row["tolerance"]), _float(row.get("rerun"))
@@ -138,6 +150,10 @@ def _carried(row: dict[str, Any], found: dict[str, Any], entries: list[Ablation]
     # The note as measured (it may hold the section's own remark on the value), without an older carry mark.
     measured_note = "; ".join(p for p in str(found["note"]).split("; ") if p and not p.startswith(CARRIED_PREFIX))
     note = CARRIED_NOTE.format(on=found["measured_on"])
+    if here is not None:
+        note = FEWER_SEEDS_NOTE.format(
+            on=found["measured_on"], seeds=int(out["n_seeds"]), here_seeds=int(here["n_seeds"]), ours=here["ours"]
+        )
     out["note"] = f"{measured_note}; {note}" if measured_note else note
     out["measured_on"] = found["measured_on"]
     return out
@@ -180,6 +196,11 @@ def _key_text(value: Any) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return ""
     return str(value)
+
+
+def _more_seeds(found: dict[str, Any], row: dict[str, Any]) -> bool:
+    recorded, here = _float(found["n_seeds"]), _float(row["n_seeds"])
+    return recorded is not None and here is not None and recorded > here
 
 
 def _float(value: Any) -> float | None:

@@ -1,6 +1,7 @@
 """The record kept beside docs/fidelity.md: a regeneration on a machine without a grid's runs carries the
 numbers measured before (judged again, dated in their note) instead of turning them back into "not run";
-a number measured here replaces the record's; the wall time is carried the same way."""
+a number measured here replaces the record's unless the record's averaged more seeds; the wall time is carried
+the same way."""
 
 from __future__ import annotations
 
@@ -63,6 +64,27 @@ def test_a_number_measured_here_replaces_the_record(jw, tmp_path: Path):
     text = regenerate(jw, out)  # the runs are still here
     assert "carried: measured" not in text and "0.999" not in text
     assert set(pd.read_csv(numbers)["measured_on"]) != {"2001-01-01"}
+
+
+def test_a_number_measured_here_on_fewer_seeds_keeps_the_records(jw, tmp_path: Path):
+    out = tmp_path / "fidelity.md"
+    measured = regenerate(jw, out)
+    numbers, _ = record_paths(out)
+    record = pd.read_csv(numbers, dtype=str, keep_default_na=False)
+    tau = (record["quantity"] == "tau_g") & (record["detail"] == "class 0")
+    here_seeds = int(float(record.loc[tau, "n_seeds"].iloc[0]))
+    here = next(line for line in measured.splitlines() if "| sst | lstm + additive | class 0 | tau_g |" in line)
+    record.loc[tau, ["ours", "n_seeds", "measured_on"]] = ["0.412", str(here_seeds + 2), "2001-01-01"]
+    record.to_csv(numbers, index=False)
+    text = regenerate(jw, out)  # the runs are still here, on fewer seeds than the record's
+    row = next(line for line in text.splitlines() if "| sst | lstm + additive | class 0 | tau_g |" in line)
+    ours = here.split(" | ")[8].split(" ± ")[0]
+    assert "| 0.412 ± " in row and f"| {here_seeds + 2} |" in row
+    assert f"measured 2001-01-01 over {here_seeds + 2} seeds; this results folder has {here_seeds}: {ours} |" in row
+    kept = pd.read_csv(numbers, dtype=str, keep_default_na=False)
+    assert kept.loc[tau.values, "measured_on"].tolist() == ["2001-01-01"]  # the fuller number stays recorded
+    others = [line for line in text.splitlines() if line.startswith("| Jain & Wallace") and line != row]
+    assert not any("carried: measured" in line for line in others)  # equal seeds: this folder's numbers win
 
 
 def test_a_carried_number_is_judged_against_todays_tolerance(jw, tmp_path: Path):
