@@ -22,12 +22,12 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
-from gridlab.analyses.common import decode_many, forward_once, instance_generator, instance_seed
+from gridlab.analyses.common import decode_many, forward_once, instance_generator, instance_seed, pass_from
 from gridlab.analyses.permutation import permute, unmasked_first
 from gridlab.catalog.analyses import ANALYSES, AttentionAblationParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
-from gridlab.models.classifier import AttentionClassifier, HierarchicalClassifier
+from gridlab.models.classifier import AttentionClassifier, HierarchicalClassifier, WordStates
 from gridlab.models.seq2seq import Seq2Seq, bleu, permute_within_mask
 
 ID = "attention_ablation"
@@ -79,41 +79,35 @@ def _word_draws(context: AnalysisContext, batch: Batch, mask: torch.Tensor, kind
     return draws.to(mask.device)
 
 
-def _words_replaced(context: AnalysisContext, batch: Batch, mode: str):
-    """The word-level replacement of `mode` for a HAN model's `word_alpha_override`: (B, S, W) weights and
-    word mask -> weights on each sentence's words (a sentence without words keeps what it had)."""
-
-    def replace(alpha: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        has_words = mask.any(-1, keepdim=True)  # (B, S, 1)
-        if mode == "uniform":
-            weights = mask / mask.sum(-1, keepdim=True).clamp(min=1)
-        elif mode == "random":
-            draws = _word_draws(context, batch, mask, mode, padding=0.0).to(alpha.dtype)
-            weights = draws / draws.sum(-1, keepdim=True).clamp(min=torch.finfo(alpha.dtype).tiny)
-        else:  # permute: within each sentence
-            b, s, w = mask.shape
-            noise = _word_draws(context, batch, mask, mode, padding=2.0).reshape(b * s, 1, w)
-            weights = permute(alpha.reshape(b * s, w), mask.reshape(b * s, w), noise)[:, 0].reshape(b, s, w)
-        return torch.where(has_words, weights.to(alpha.dtype), alpha)
-
-    return replace
+def _word_weights(context: AnalysisContext, batch: Batch, mode: str, words: WordStates) -> torch.Tensor:
+    """A HAN's word weights (B, S, W) replaced by `mode` on each sentence's words (a sentence without words
+    keeps what it had)."""
+    alpha, mask = words.alpha, words.mask  # (B, S, W)
+    has_words = mask.any(-1, keepdim=True)  # (B, S, 1)
+    if mode == "uniform":
+        weights = mask / mask.sum(-1, keepdim=True).clamp(min=1)
+    elif mode == "random":
+        draws = _word_draws(context, batch, mask, mode, padding=0.0).to(alpha.dtype)
+        weights = draws / draws.sum(-1, keepdim=True).clamp(min=torch.finfo(alpha.dtype).tiny)
+    else:  # permute: within each sentence
+        b, s, w = mask.shape
+        noise = _word_draws(context, batch, mask, mode, padding=2.0).reshape(b * s, 1, w)
+        weights = permute(alpha.reshape(b * s, w), mask.reshape(b * s, w), noise)[:, 0].reshape(b, s, w)
+    return torch.where(has_words, weights.to(alpha.dtype), alpha)
 
 
 def _predictions(context: AnalysisContext, model: AttentionClassifier, batch: Batch, modes: list[str]) -> torch.Tensor:
-    """(B, modes) predicted classes with the attention of each mode."""
-    shared = forward_once(model, batch)
+    """(B, modes) predicted classes with the attention of each mode. A HAN runs its word level once and its
+    sentence level once per mode, on the sentence vectors that mode's word weights make."""
     if not isinstance(model, HierarchicalClassifier):
+        shared = forward_once(model, batch)
         alphas = torch.stack([_replaced(context, shared, m) for m in modes], dim=1)  # (B, modes, T)
         return decode_many(model, shared, alphas).argmax(-1)
+    words = model.encode_words(batch)
     columns = []
     for mode in modes:
-        replaced = shared
-        if mode != "learned":
-            model.word_alpha_override = _words_replaced(context, batch, mode)
-            try:
-                replaced = forward_once(model, batch)  # sentence vectors from the replaced word weights
-            finally:
-                model.word_alpha_override = None
+        word_alpha = words.alpha if mode == "learned" else _word_weights(context, batch, mode, words)
+        replaced = pass_from(model, batch, model.encode_sentences(batch, words, word_alpha))
         alpha = _replaced(context, replaced, mode)
         columns.append(model.decode(replaced.encoded.h, alpha, None).argmax(-1))
     return torch.stack(columns, dim=1)

@@ -67,6 +67,11 @@ def forward_once(model: AttentionClassifier, batch: Batch, scan: bool | None = N
         encoded = model.encode(batch, premise=lstm.h())
     else:
         encoded = model.encode(batch)
+    return pass_from(model, batch, encoded, lstm)
+
+
+def pass_from(model: AttentionClassifier, batch: Batch, encoded: Encoded, lstm: BiLstmPass | None = None) -> SharedPass:
+    """The shared pass of a batch whose encoding is given: attend and decode."""
     alpha = model.attend(encoded.h, encoded.mask, encoded.query)
     logits = model.decode(encoded.h, alpha, encoded.query)
     probs = torch.softmax(logits, dim=-1)

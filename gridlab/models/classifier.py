@@ -16,13 +16,13 @@ embeddings (`model.embed(batch)` with `requires_grad`) to take gradients with re
 - `HierarchicalClassifier` (HAN, S&S): word attention builds sentence vectors, a sentence encoder and the
   final attention layer build the document vector. `encode` returns the sentence level (the layer the
   analyses act on); the word-level weights of the last pass are in `encoded.word_alpha`. The attention
-  mode (uniform, random) applies to the final layer; word attention is always learned.
+  mode (uniform, random) applies to the final layer, and to the word level with `word_mode`. `encode` is
+  `encode_words` then `encode_sentences`, so an analysis can weigh one word pass's states several ways.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -43,6 +43,15 @@ class Encoded:
     mask: torch.Tensor  # (B, T) where attention may go
     query: torch.Tensor | None = None  # (B, q) pair tasks
     word_alpha: torch.Tensor | None = None  # (B, S, W) hierarchical models
+
+
+@dataclass(frozen=True)
+class WordStates:
+    """A hierarchical model's word level over a batch: what its sentence level reads."""
+
+    h: torch.Tensor  # (B*S, W, m_w) the word encoder's states, sentence by sentence
+    alpha: torch.Tensor  # (B, S, W) word attention; a padding sentence's falls on its first slot
+    mask: torch.Tensor  # (B, S, W) real words
 
 
 @dataclass(frozen=True)
@@ -205,26 +214,32 @@ class HierarchicalClassifier(AttentionClassifier):
         self.attention = Attention(attention, sentence_encoder.output_dim, None, sizes.attention)
         self.dropout = nn.Dropout(sizes.dropout)
         self.classifier = nn.Linear(sentence_encoder.output_dim, sizes.classes)
-        # (B, S, W) word weights, (B, S, W) word mask -> replacement weights; set only while an analysis runs
-        self.word_alpha_override: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
     def embed(self, batch: Batch) -> torch.Tensor:
         return self.embedding(_sentences(batch).ids)  # (B, S, W, d)
 
     def encode(self, batch: Batch, embedded: torch.Tensor | None = None) -> Encoded:
+        words = self.encode_words(batch, embedded)
+        return self.encode_sentences(batch, words, words.alpha)
+
+    def encode_words(self, batch: Batch, embedded: torch.Tensor | None = None) -> WordStates:
+        """The word level, most of the model's work: an analysis that tries other word weights
+        (attention_ablation) runs it once and `encode_sentences` once per set of weights."""
         sentences = _sentences(batch)
         x = self.dropout(self.embed(batch) if embedded is None else embedded)
         b, s, w, d = x.shape
         words = sentences.mask.reshape(b * s, w).clone()  # (B*S, W)
         words[:, 0] |= ~words.any(-1)  # a padding sentence attends to its (zero) first slot, never to nothing
         hw = self._encode_words(x.reshape(b * s, w, d), words)  # (B*S, W, m_w)
-        word_alpha = self.word_attention(hw, words)  # (B*S, W)
-        if self.word_alpha_override is not None:  # attention replaced at inference (attention_ablation)
-            word_alpha = self.word_alpha_override(word_alpha.reshape(b, s, w), sentences.mask).reshape(b * s, w)
-        vectors = torch.einsum("nw,nwm->nm", word_alpha, hw).reshape(b, s, -1)  # (B, S, m_w)
-        doc = sentences.doc_mask
+        return WordStates(hw, self.word_attention(hw, words).reshape(b, s, w), sentences.mask)
+
+    def encode_sentences(self, batch: Batch, words: WordStates, word_alpha: torch.Tensor) -> Encoded:
+        """The sentence level over each sentence's word states weighted by `word_alpha` (B, S, W)."""
+        b, s, w = word_alpha.shape
+        vectors = torch.einsum("nw,nwm->nm", word_alpha.reshape(b * s, w), words.h).reshape(b, s, -1)  # (B, S, m_w)
+        doc = _sentences(batch).doc_mask
         h = self.encoder(self.dropout(vectors), doc.sum(-1), doc)  # (B, S, m)
-        return Encoded(h, doc, word_alpha=word_alpha.reshape(b, s, w) * sentences.mask)
+        return Encoded(h, doc, word_alpha=word_alpha * words.mask)
 
     def output(self, context, query):
         return self.classifier(self.dropout(context))

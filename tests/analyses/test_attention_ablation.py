@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 
@@ -100,15 +101,24 @@ def test_a_han_model_has_its_word_attention_replaced_too(han):
 def test_uniform_word_weights_average_each_sentences_words(han):
     model, data = han
     batch = next(iterate_batches(data.splits["test"], 8, sentences=True))
+    with torch.no_grad():
+        words = model.encode_words(batch)
+        weights = attention_ablation._word_weights(context(model), batch, "uniform", words)
+        encoded = model.encode_sentences(batch, words, weights)
     mask = batch.sentences.mask  # (B, S, W)
-    model.word_alpha_override = attention_ablation._words_replaced(context(model), batch, "uniform")
-    try:
-        with torch.no_grad():
-            encoded = model.encode(batch)
-    finally:
-        model.word_alpha_override = None
     expected = mask / mask.sum(-1, keepdim=True).clamp(min=1)
     assert torch.allclose(encoded.word_alpha, expected.to(encoded.word_alpha.dtype))
+
+
+def test_uniform_rows_equal_the_model_with_uniform_attention_built_in(han):
+    """The word level run once and weighed per mode gives what a model whose two attention layers are uniform
+    computes in its own forward pass."""
+    model, data = han
+    rows = attention_ablation.run_model(context(model, ["uniform"]), data)
+    uniform = copy.deepcopy(model)
+    uniform.word_attention.mode = uniform.attention.mode = "uniform"
+    assert rows["value"][1] == pytest.approx(evaluate(uniform, data.splits["test"], CPU)["accuracy"])
+    assert rows["value"][1] != rows["value"][0]
 
 
 def test_word_attention_mode_as_cell_trains_both_levels_alike(han):
