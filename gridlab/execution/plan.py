@@ -9,7 +9,8 @@ negative reviews first, and its first 1000 rows are one class. They are cut in l
 (`batching.analysis_order`) so that every batch holds instances of similar length and the analyses do little
 padded work; the rows keep their test-set `instance_id`. A workspace whose parts were cut another way (an
 earlier gridlab: the split's head, in file order) is refused (`check_shard_order`): mixing two layouts would
-analyse some instances twice and others never.
+analyse some instances twice and others never. So are parts computed with other analysis parameters than the
+grid now gives (`check_part_params`): a relaunch skips existing parts, whatever they were computed with.
 
     >>> jobs, existing = plan_jobs(expanded)                   # every trained cell
     >>> jobs, _ = plan_jobs(expanded, cell_ids={"1ae91328ef63"})  # one model that just finished training
@@ -23,8 +24,9 @@ from dataclasses import dataclass, field
 from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.analyses.seed_variance import seed_peers
 from gridlab.catalog.analyses import ANALYSES
-from gridlab.errors import GridlabError
+from gridlab.errors import BadInput, GridlabError
 from gridlab.grid.expand import Cell, ExpandedGrid
+from gridlab.results.parts import part_params
 from gridlab.store.atomic import write_json
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
@@ -133,6 +135,27 @@ def check_shard_order(workspace: GridWorkspace) -> None:
         "a fixed sample in length order); move that folder aside (trained models are kept) and relaunch to redo "
         "the analyses"
     )
+
+
+def check_part_params(grid: ExpandedGrid, only: list[str] | None = None) -> None:
+    """Refuse parts of the grid's cells computed with other parameters than its `analyses` now give: a relaunch
+    skips every part that exists, so their rows would pass for the new parameters'. A parameter that a part
+    does not record (added to gridlab since, with its default) is not compared; nor are parts written before
+    parts recorded their parameters."""
+    cells = [c.id for c in grid.cells]
+    for analysis, params in grid.analyses.items():
+        if only is not None and analysis not in only:
+            continue
+        wanted = params.model_dump(mode="json")
+        for path in grid.workspace.parts_of(analysis, set(cells)):
+            recorded = part_params(path)
+            if recorded is not None and any(wanted.get(k) != v for k, v in recorded.items()):
+                folder = grid.workspace.analysis(analysis)
+                raise BadInput(
+                    f"{grid.file}: analyses.{analysis}: the parts in {folder} were computed with {recorded} "
+                    f"(e.g. {path.parent.name}), the grid now gives {wanted}; restore those parameters, or move "
+                    "that folder aside (trained models are kept) and relaunch to recompute"
+                )
 
 
 def mark_shard_order(workspace: GridWorkspace) -> None:

@@ -33,7 +33,7 @@ from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.models.seq2seq import Seq2Seq
-from gridlab.results.parts import common_columns, model_common_columns, rows_table, write_part
+from gridlab.results.parts import common_columns, model_common_columns, rows_table, with_params, write_part
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
 from gridlab.store.remote import bring_down
@@ -153,7 +153,7 @@ class ShardRunner:
         n = len(next(iter(rows.values())))
         columns = model_common_columns(job.grid, job.cell_id, cell.config, SPLIT, analysis.version, n)
         path = self.workspace.part(analysis.info.id, job.cell_id, 0)
-        write_part(path, rows_table(columns, rows, analysis.schema))
+        write_part(path, with_params(rows_table(columns, rows, analysis.schema), job.analyses[analysis.info.id]))
         return path
 
     def _write(
@@ -163,7 +163,7 @@ class ShardRunner:
         specific = {f.name: np.concatenate([b[f.name] for b in batches]).tolist() for f in analysis.schema}
         columns = common_columns(job.grid, job.cell_id, config, SPLIT, analysis.version, **joined)
         path = self.workspace.part(analysis.info.id, job.cell_id, job.shard.index)
-        write_part(path, rows_table(columns, specific, analysis.schema))
+        write_part(path, with_params(rows_table(columns, specific, analysis.schema), job.analyses[analysis.info.id]))
         return path
 
     def load(self, cell_id: str) -> LoadedCell:

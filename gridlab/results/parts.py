@@ -13,6 +13,7 @@ on carved splits can never pass for results on official ones.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -121,9 +122,25 @@ def read_parts(paths: list[Path], schema: pa.Schema) -> pd.DataFrame:
     return frame.assign(**{name: None for name in absent}) if absent else frame
 
 
+PARAMS_KEY = b"gridlab.params"  # a part's schema metadata: the analysis parameters its rows were computed with
+
+
 def write_part(path: Path, table: pa.Table) -> None:
     with replaced(path) as partial:
         pq.write_table(table, partial)
+
+
+def with_params(table: pa.Table, params: Mapping[str, object]) -> pa.Table:
+    """A part's rows with the analysis parameters they were computed with (JSON) in the schema metadata."""
+    return table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), PARAMS_KEY: json.dumps(params, sort_keys=True).encode()}
+    )
+
+
+def part_params(path: Path) -> dict | None:
+    """The analysis parameters a part was computed with; None for a part written before parts recorded them."""
+    raw = (pq.read_schema(path).metadata or {}).get(PARAMS_KEY)
+    return None if raw is None else json.loads(raw)
 
 
 def drop_cell_parts(workspace: GridWorkspace, cell_id: str, analyses: list[str] | None = None) -> int:

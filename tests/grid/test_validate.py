@@ -14,6 +14,8 @@ import yaml
 from typer.testing import CliRunner
 
 from gridlab.cli import app
+from gridlab.grid.expand import expand
+from gridlab.grid.load import load_grid_file
 
 REPO = Path(__file__).resolve().parents[2]
 VALID = {
@@ -275,6 +277,22 @@ def test_documented_example_is_accepted(in_tmp: Path):
 def test_shipped_grids_validate(in_tmp: Path, grid: Path):
     result = run("validate", str(grid))
     assert result.exit_code == 0, result.output
+
+
+def test_shipped_grids_that_share_a_results_folder_give_shared_cells_the_same_analysis_parameters():
+    """A launch refuses parts computed with other parameters (`check_part_params`): two shipped grids of one
+    name (one results folder) must not ask different parameters of the cells they both hold."""
+    seen: dict[tuple[str, str, str], tuple[str, dict]] = {}  # (name, cell id, analysis) -> (file, params)
+    clashes = []
+    for path in sorted((REPO / "grids").rglob("*.yaml")):
+        grid = expand(load_grid_file(path), str(path), check_data=False)
+        for cell in grid.cells:
+            for analysis, params in grid.analyses.items():
+                wanted = params.model_dump(mode="json")
+                first = seen.setdefault((grid.spec.name, cell.id, analysis), (path.name, wanted))
+                if first[1] != wanted:
+                    clashes.append(f"{path.name} and {first[0]}: {analysis} of {cell.id}")
+    assert not clashes, clashes
 
 
 def test_partial_dataset_is_accepted_with_derived_splits(in_tmp: Path):

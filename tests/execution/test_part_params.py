@@ -1,0 +1,63 @@
+"""A part records the analysis parameters its rows were computed with, and a relaunch whose grid gives other
+parameters is refused (exit 2) rather than skipping the old parts as if they were the new parameters' rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from gridlab.cli import app
+from gridlab.errors import BadInput
+from gridlab.execution.plan import check_part_params
+from gridlab.grid.expand import expand
+from gridlab.grid.load import load_grid_file
+from gridlab.results.parts import part_params, with_params, write_part
+from tests.execution.conftest import write_grid
+
+SETTINGS = dict(grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]}, instances=32, shard_size=32)
+
+
+def grid_with(tmp_path: Path, n: int):
+    path = write_grid(tmp_path, analyses={"permutation": {"n": n}}, **SETTINGS)
+    return path, expand(load_grid_file(path), str(path), check_data=False)
+
+
+def test_parts_of_other_parameters_are_refused_and_the_rest_pass(tmp_path: Path):
+    _, grid = grid_with(tmp_path, 5)
+    [cell] = grid.cells
+    check_part_params(grid)  # nothing written yet
+    table = pa.table({"x": [1]})
+    write_part(grid.workspace.part("permutation", cell.id, 0), with_params(table, {"n": 5}))
+    write_part(grid.workspace.part("permutation", cell.id, 1), table)  # written before parts kept parameters
+    write_part(grid.workspace.part("permutation", "0123456789ab", 0), with_params(table, {"n": 9}))  # not this grid's
+    check_part_params(grid)
+    assert part_params(grid.workspace.part("permutation", cell.id, 0)) == {"n": 5}
+
+    _, changed = grid_with(tmp_path, 7)
+    with pytest.raises(
+        BadInput, match=r"g\.yaml: analyses\.permutation: the parts in .* were computed with \{'n': 5\}"
+    ):
+        check_part_params(changed)
+    check_part_params(changed, only=["importance_correlation"])  # the other analyses' parts are not its concern
+
+
+@pytest.mark.slow
+def test_a_relaunch_with_other_parameters_exits_2_and_keeps_the_parts(
+    tmp_path: Path, data_dir: Path, monkeypatch, local_ray
+):
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    path, grid = grid_with(tmp_path, 5)
+    first = CliRunner().invoke(app, ["launch", str(path)])
+    assert first.exit_code == 0, first.output
+    [part] = grid.workspace.parts_of("permutation")
+    assert part_params(part) == {"n": 5}
+    written = part.stat().st_mtime_ns
+
+    path, _ = grid_with(tmp_path, 7)
+    refused = CliRunner().invoke(app, ["launch", str(path)])
+    assert refused.exit_code == 2, refused.output
+    assert "analyses.permutation" in refused.output and "move that folder aside" in refused.output
+    assert part.stat().st_mtime_ns == written
