@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from gridlab.annotate.files import INSTRUCTIONS, ITEMS, KEY
 from gridlab.config.schema import CellConfig
-from gridlab.errors import GridlabError
+from gridlab.errors import BadInput, GridlabError
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.grid.suggest import unknown
 from gridlab.report.inputs import ReportInputs
@@ -104,7 +104,7 @@ def select_cells(expanded: ExpandedGrid, only: Sequence[str] | None) -> tuple[li
     by_id = {cell.id: cell for cell in expanded.cells}
     for cell_id in only or []:
         if cell_id not in by_id:
-            raise GridlabError(unknown("cell id", cell_id, sorted(by_id)) + " (see `gridlab plan`)")
+            raise BadInput(unknown("cell id", cell_id, sorted(by_id)) + " (see `gridlab plan`)")
     store = ModelStore(expanded.workspace.models)
     chosen, skipped = [], {}
     for cell in [by_id[c] for c in dict.fromkeys(only)] if only else expanded.cells:
@@ -146,7 +146,7 @@ def export_cells(
 ) -> ExportReport:
     """Write items.csv, INSTRUCTIONS.md and key.parquet into `out` for `per_cell` instances of each cell."""
     if per_cell < 1:
-        raise GridlabError(f"--per-cell must be at least 1 (got {per_cell})")
+        raise BadInput(f"--per-cell must be at least 1 (got {per_cell})")
     if (out / KEY).exists() and not force:
         raise GridlabError(
             f"{out} already holds an export ({KEY}); answers are matched to its item ids, so it is "

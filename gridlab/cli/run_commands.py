@@ -12,7 +12,7 @@ from rich.table import Table
 
 from gridlab.cli.grid_commands import GridArg, JsonOption, WhereOption, load, uploading
 from gridlab.cli.output import LiveBoard, console, echo, user_errors
-from gridlab.errors import GridlabError
+from gridlab.errors import BadInput
 from gridlab.grid.expand import ID_LENGTH, ExpandedGrid
 from gridlab.grid.suggest import unknown
 from gridlab.store.layout import CellFiles
@@ -31,7 +31,7 @@ AnalysisOption = Annotated[
 def _check_analyses(expanded: ExpandedGrid, analysis: list[str] | None, grid: Path) -> None:
     for analysis_id in analysis or []:
         if analysis_id not in expanded.analyses:
-            raise GridlabError(unknown("analysis", analysis_id, list(expanded.analyses)) + f" (the analyses of {grid})")
+            raise BadInput(unknown("analysis", analysis_id, list(expanded.analyses)) + f" (the analyses of {grid})")
 
 
 @user_errors
@@ -48,12 +48,19 @@ def launch(
     ] = None,
     where: WhereOption = None,
     analysis: AnalysisOption = None,
+    train_only: Annotated[
+        bool, typer.Option("--train-only", help="Train only; every analysis waits for a later launch or analyze.")
+    ] = False,
 ) -> None:
     """Train every untrained cell (resuming an interrupted launch first) and run the grid's analyses."""
     from gridlab.execution.launch import launch as run_launch  # Ray and MLflow load only for this command
 
+    if train_only and analysis:
+        raise BadInput("--train-only runs no analysis: leave out --analysis, or --train-only")
     expanded = load(grid, where)
     _check_analyses(expanded, analysis, grid)
+    if train_only:
+        analysis = []
     with uploading(expanded):
         if console.is_terminal:  # a live row per running trial and for the analyses, redrawn in place
             with LiveBoard() as board:

@@ -34,7 +34,7 @@ from ray.tune import PlacementGroupFactory
 from gridlab.analyses.seed_variance import peers_of
 from gridlab.data.catalog import DATASETS
 from gridlab.data.prepare import verify_release
-from gridlab.errors import GridlabError, Interrupted, ResourceFault
+from gridlab.errors import BadInput, Interrupted, ResourceFault
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.execution.plan import plan_jobs
 from gridlab.execution.progress import GridProgress, Status
@@ -73,7 +73,7 @@ def cells_to_train(grid: ExpandedGrid, force: list[str]) -> list[Cell]:
     ids = {c.id for c in grid.cells}
     for cell_id in force:
         if cell_id not in ids:
-            raise GridlabError(unknown("cell id", cell_id, sorted(ids)) + " (see `gridlab plan`)")
+            raise BadInput(unknown("cell id", cell_id, sorted(ids)) + " (see `gridlab plan`)")
     store = ModelStore(grid.workspace.models)
     return [c for c in grid.cells if c.id in force or store.cell(c.id).state() != "trained"]
 
@@ -86,9 +86,10 @@ def launch(
     status: Status | None = None,
     only: list[str] | None = None,
 ) -> LaunchReport:
-    """Train what is untrained and run (or resume) the analyses of every trained cell (`only` those), each
-    model's as soon as it is trained. A forced cell's old rows (and its seed peers' seed_variance rows) are
-    dropped first. Its start and end go to the grid's launch log (a study's wall time, `gridlab fidelity`)."""
+    """Train what is untrained and run (or resume) the analyses of every trained cell (`only` those; none for
+    an empty list), each model's as soon as it is trained. A forced cell's old rows (and its seed peers'
+    seed_variance rows) are dropped first. Its start and end go to the grid's launch log (a study's wall
+    time, `gridlab fidelity`)."""
     with exclusive(grid.workspace, "launch"), _timed(grid) as record:
         report = _launch(grid, force, address, emit, status, only)
         record.update(trained=len(report.trained), failed=len(report.failed))
@@ -134,7 +135,7 @@ def _launch(
     tracker = tracker_for(grid)
     tracker.deliver()  # what an earlier launch could not send goes first
     with ray_session(address if address is not None else grid.spec.ray.address):
-        dispatcher = AnalysisDispatcher(grid, emit, status, only) if grid.analyses else None
+        dispatcher = AnalysisDispatcher(grid, emit, status, only) if grid.analyses and only != [] else None
         try:
             report = _train(grid, pending, force, emit, dispatcher, tracker, status)
             tracker.finish_published(_published(grid))

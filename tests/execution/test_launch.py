@@ -198,7 +198,7 @@ def test_force_retrains_only_the_chosen_cell(tmp_path: Path, data_dir: Path, mon
     best = int(new["metrics.best_epoch"].iloc[0])
     assert [m.step for m in client.get_metric_history(new["run_id"].iloc[0], "test_accuracy")] == [best]
     unknown = CliRunner().invoke(app, ["launch", str(path), "--force", "abc"])
-    assert unknown.exit_code == 1 and "unknown cell id 'abc'" in unknown.stderr
+    assert unknown.exit_code == 2 and "unknown cell id 'abc'" in unknown.stderr
 
 
 def test_an_analysis_chosen_at_launch_runs_alone_and_the_next_launch_adds_the_rest(
@@ -227,4 +227,25 @@ def test_an_analysis_chosen_at_launch_runs_alone_and_the_next_launch_adds_the_re
     prefixes = {column.split(".")[0] for column in summary.columns if "." in column}
     assert {"permutation", "erasure_single"} <= prefixes  # the summary has both analyses
     typo = CliRunner().invoke(app, ["launch", str(path), "--analysis", "permutatoin"])
-    assert typo.exit_code != 0 and "did you mean 'permutation'?" in typo.output
+    assert typo.exit_code == 2 and "did you mean 'permutation'?" in typo.output
+
+
+def test_train_only_trains_and_leaves_every_analysis_for_later(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    path = write_grid(
+        tmp_path,
+        grid={"dataset": ["synthetic"], "encoder": ["average"]},
+        analyses={"permutation": {"n": 5}},
+        instances=32,
+        shard_size=32,
+    )
+    both = CliRunner().invoke(app, ["launch", str(path), "--train-only", "--analysis", "permutation"])
+    assert both.exit_code == 2 and "--train-only runs no analysis" in both.output
+    trained = CliRunner().invoke(app, ["launch", str(path), "--train-only"])
+    assert trained.exit_code == 0, trained.output
+    (cell,) = cells(path)
+    assert (tmp_path / "runs" / "g" / "models" / cell.id / "model.pt").is_file()
+    assert not (tmp_path / "runs" / "g" / "analyses" / "permutation").exists()
+    rest = launch(path)
+    assert rest.exit_code == 0, rest.output
+    assert "nothing to train" in rest.output and "analyses: 1 shards to run (0 parts already written)" in rest.output
