@@ -12,7 +12,8 @@ permutations are drawn per (cell, instance), so the numbers do not depend on bat
 A HAN model's attention is replaced at both levels, as Vashishth's §3.1 computes it at both: each
 sentence's word weights (uniform over its words, U(0, 1) normalised, or permuted within the sentence; the
 sentence vectors, and so the sentence encoder's outputs, are recomputed from them), then the sentence
-weights over the recomputed sentences. Its Train+Infer cells need `model.word_attention_mode: as_cell`.
+weights over the recomputed sentences; with `han_levels: sentence`, the sentence weights only. Its
+Train+Infer cells need `model.word_attention_mode: as_cell`.
 """
 
 from __future__ import annotations
@@ -104,9 +105,10 @@ def _predictions(context: AnalysisContext, model: AttentionClassifier, batch: Ba
         alphas = torch.stack([_replaced(context, shared, m) for m in modes], dim=1)  # (B, modes, T)
         return decode_many(model, shared, alphas).argmax(-1)
     words = model.encode_words(batch)
+    keep_words = context.params.han_levels == "sentence"
     columns = []
     for mode in modes:
-        word_alpha = words.alpha if mode == "learned" else _word_weights(context, batch, mode, words)
+        word_alpha = words.alpha if mode == "learned" or keep_words else _word_weights(context, batch, mode, words)
         replaced = pass_from(model, batch, model.encode_sentences(batch, words, word_alpha))
         alpha = _replaced(context, replaced, mode)
         columns.append(model.decode(replaced.encoded.h, alpha, None).argmax(-1))

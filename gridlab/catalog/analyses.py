@@ -133,6 +133,11 @@ _ABLATION_MODES: tuple[AblationMode, ...] = ("uniform", "random", "permute")
 
 class AttentionAblationParams(Params):
     modes: list[AblationMode] = Field(default_factory=lambda: list(_ABLATION_MODES), min_length=1)
+    han_levels: Literal["both", "sentence"] = Field(
+        "both",
+        description="a HAN's attention replaced at both levels (Vashishth §3.1 attends at both), or at the "
+        "sentence level only, its word weights kept",
+    )
 
     _modes_unique = field_validator("modes")(_unique)
 

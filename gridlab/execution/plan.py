@@ -142,12 +142,12 @@ def check_part_params(grid: ExpandedGrid, only: list[str] | None = None) -> None
     skips every part that exists, so their rows would pass for the new parameters'. A parameter that a part
     does not record (added to gridlab since, with its default) is not compared; nor are parts written before
     parts recorded their parameters."""
-    cells = [c.id for c in grid.cells]
+    cells = {c.id for c in grid.cells}
     for analysis, params in grid.analyses.items():
         if only is not None and analysis not in only:
             continue
         wanted = params.model_dump(mode="json")
-        for path in grid.workspace.parts_of(analysis, set(cells)):
+        for path in grid.workspace.parts_of(analysis, cells):
             recorded = part_params(path)
             if recorded is not None and any(wanted.get(k) != v for k, v in recorded.items()):
                 folder = grid.workspace.analysis(analysis)

@@ -35,8 +35,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory):
     return model.eval(), data
 
 
-def context(model, modes=("uniform", "random", "permute")) -> AnalysisContext:
-    return AnalysisContext("cell", model, CPU, AttentionAblationParams(modes=list(modes)))
+def context(model, modes=("uniform", "random", "permute"), han_levels="both") -> AnalysisContext:
+    return AnalysisContext("cell", model, CPU, AttentionAblationParams(modes=list(modes), han_levels=han_levels))
 
 
 def test_batched_accuracies_equal_the_one_by_one_oracle(trained):
@@ -96,6 +96,14 @@ def test_a_han_model_has_its_word_attention_replaced_too(han):
     for mode, value in zip(rows["mode"], rows["value"]):  # batched == one document at a time, same draws
         assert value == pytest.approx(attention_ablation.reference_accuracy(context(model), data, mode))
     assert rows["value"][0] > 0.9 and min(rows["delta"][1:]) < -0.05  # one sentence: the words carry it all
+
+
+def test_a_han_with_only_its_sentence_weights_replaced_keeps_one_sentence_documents(han):
+    """One sentence per document: its sentence weight is 1 whatever replaces it, so only the word level could
+    move the accuracy, and `han_levels: sentence` keeps the word weights."""
+    model, data = han
+    rows = attention_ablation.run_model(context(model, han_levels="sentence"), data)
+    assert rows["delta"] == [0.0, 0.0, 0.0, 0.0]
 
 
 def test_uniform_word_weights_average_each_sentences_words(han):
