@@ -29,7 +29,7 @@ from gridlab.config.schema import CellConfig, TrainConfig
 from gridlab.data.batching import Batch, iterate_batches, training_rows
 from gridlab.data.prepare import PreparedDataset
 from gridlab.errors import GridlabError
-from gridlab.models.seq2seq import Seq2Seq, bleu, sequence_loss
+from gridlab.models.seq2seq import Seq2Seq, bleu
 
 
 class NonFiniteLoss(GridlabError):
@@ -87,7 +87,7 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
 
 def batch_loss(model: nn.Module, batch, reduction: str = "mean") -> torch.Tensor:
     if isinstance(model, Seq2Seq):
-        return sequence_loss(model(batch), batch.target_ids)
+        return model.loss(batch)
     return nn.functional.cross_entropy(model(batch), batch.labels, reduction=reduction)
 
 

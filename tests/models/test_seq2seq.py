@@ -82,6 +82,20 @@ def test_forward_is_encode_attend_decode_step_with_teacher_forcing(alignment: st
     assert torch.equal(model.last_alphas, torch.stack(alphas, dim=1))
 
 
+def test_training_loss_reads_out_only_target_tokens_and_equals_the_padded_loss():
+    """`loss` skips the padded steps; its value and gradients are those of the loss over every step's logits."""
+    model, batch = make_model(), make_batch(PAIRS)
+    padded = sequence_loss(model(batch), batch.target_ids)
+    expected = torch.autograd.grad(padded, list(model.parameters()), allow_unused=True)
+    loss = model.loss(batch)
+    got = torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)
+    torch.testing.assert_close(loss, padded)
+    for want, have in zip(expected, got, strict=True):
+        assert (want is None) == (have is None)
+        if want is not None:
+            torch.testing.assert_close(have, want)
+
+
 @pytest.mark.parametrize("projection", PROJECTIONS)
 @pytest.mark.parametrize("alignment", ALIGNMENTS)
 def test_every_step_attends_only_to_source_tokens(alignment: str, projection: str):
