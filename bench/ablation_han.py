@@ -18,9 +18,7 @@ the test split (its file order lists the negative reviews first). Prints a table
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,6 +26,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import torch
+from interleave import command_line, interleaved
 
 from gridlab.analyses import attention_ablation
 from gridlab.analyses.base import AnalysisContext
@@ -70,12 +69,7 @@ def timed(model: torch.nn.Module, data: PreparedDataset, predictions: Callable) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--instances", type=int, default=500, help="test reviews, a fixed random sample")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = command_line(__doc__, 500, "test reviews, a fixed random sample")
     with tempfile.TemporaryDirectory() as cache:
         data = load_dataset(CONFIG.dataset, resolve_data_dir(None), Path(cache), CONFIG.data)
         test = data.splits["test"]
@@ -84,13 +78,8 @@ def main() -> None:
         )
         torch.manual_seed(0)
         model = build_model(CONFIG, data).eval()
-        seconds: dict[str, list[float]] = {side: [] for side in SIDES}
-        values: dict[str, dict[str, float]] = {}
-        for _ in range(args.repeats):
-            for side, predictions in SIDES.items():
-                took, values[side] = timed(model, data, predictions)
-                seconds[side].append(took)
-    before, ours = (statistics.median(seconds[side]) for side in SIDES)
+        seconds, values = interleaved(SIDES, args.repeats, lambda predictions: timed(model, data, predictions))
+    before, ours = seconds.values()
     same = values["model per mode"] == values["gridlab: words once"]
     print(f"{'reviews':>8} {'model per mode s':>17} {'words once s':>13} {'speed-up':>9}  accuracies equal")
     print(f"{args.instances:8d} {before:17.2f} {ours:13.2f} {before / ours:8.1f}x  {same}")

@@ -14,14 +14,13 @@ batches of 32 of similar length, punctuation stripped). Prints a table; it is a 
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from interleave import command_line, interleaved
 
 from gridlab.config.schema import CellConfig
 from gridlab.data.batching import collate
@@ -69,21 +68,13 @@ def train_once(data, instances: int, word_pass: Callable) -> tuple[float, torch.
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--instances", type=int, default=300, help="training rows per timed epoch")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = command_line(__doc__, 300, "training rows per timed epoch")
     with tempfile.TemporaryDirectory() as cache:
         data = load_dataset(CONFIG.dataset, resolve_data_dir(None), Path(cache), CONFIG.data)
-        seconds: dict[str, list[float]] = {name: [] for name in PASSES}
-        logits: dict[str, torch.Tensor] = {}
-        for _ in range(args.repeats):
-            for name, word_pass in PASSES.items():
-                took, logits[name] = train_once(data, args.instances, word_pass)
-                seconds[name].append(took)
-    old, new = (statistics.median(seconds[name]) for name in PASSES)
+        seconds, logits = interleaved(
+            PASSES, args.repeats, lambda word_pass: train_once(data, args.instances, word_pass)
+        )
+    old, new = seconds.values()
     diff = (logits["whole block"] - logits["chunked"]).abs().max().item()
     print(f"{'dataset':8} {'whole block s':>14} {'chunked s':>10} {'speed-up':>9} {'max |logit diff|':>17}")
     print(f"{CONFIG.dataset:8} {old:14.2f} {new:10.2f} {old / new:8.1f}x {diff:17.1e}")

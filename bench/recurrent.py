@@ -14,13 +14,13 @@ BiLSTM (50d, 128 per direction, batches of 32). Prints a table; it is a benchmar
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from interleave import command_line, interleaved
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from gridlab.config.schema import CellConfig
@@ -75,27 +75,22 @@ def train_once(config: CellConfig, data, instances: int, forward: Callable) -> t
         Recurrent.forward = original  # type: ignore[method-assign]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def dataset_choice(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datasets", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
-    parser.add_argument("--instances", type=int, default=1000, help="training rows per timed epoch")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+
+
+def main() -> None:
+    args = command_line(__doc__, 1000, "training rows per timed epoch", more=dataset_choice)
     data_dir = resolve_data_dir(None)
     print(f"{'dataset':8} {'packed s':>9} {'per direction s':>16} {'speed-up':>9} {'max |logit diff|':>17}")
     with tempfile.TemporaryDirectory() as cache:
         for dataset in args.datasets:
             config = CONFIGS[dataset]
             data = load_dataset(dataset, data_dir, Path(cache), config.data)
-            seconds: dict[str, list[float]] = {name: [] for name in PASSES}
-            logits: dict[str, torch.Tensor] = {}
-            for _ in range(args.repeats):
-                for name, forward in PASSES.items():
-                    took, logits[name] = train_once(config, data, args.instances, forward)
-                    seconds[name].append(took)
-            old, new = (statistics.median(seconds[name]) for name in PASSES)
+            seconds, logits = interleaved(
+                PASSES, args.repeats, lambda forward: train_once(config, data, args.instances, forward)
+            )
+            old, new = seconds.values()
             diff = (logits["packed"] - logits["per direction"]).abs().max().item()
             print(f"{dataset:8} {old:9.2f} {new:16.2f} {old / new:8.1f}x {diff:17.1e}")
 

@@ -14,14 +14,13 @@ scratch, 128 hidden, batches of 32, clipping at 5). Prints a table; it is a benc
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from interleave import command_line, interleaved
 
 from gridlab.config.schema import CellConfig
 from gridlab.data.batching import Batch
@@ -71,21 +70,11 @@ def train_once(data, instances: int, loss_of: Callable) -> tuple[float, torch.Te
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--instances", type=int, default=640, help="training pairs per timed epoch")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = command_line(__doc__, 640, "training pairs per timed epoch")
     with tempfile.TemporaryDirectory() as cache:
         data = load_dataset(CONFIG.dataset, resolve_data_dir(None), Path(cache), CONFIG.data)
-        seconds: dict[str, list[float]] = {name: [] for name in LOSSES}
-        weights: dict[str, torch.Tensor] = {}
-        for _ in range(args.repeats):
-            for name, loss_of in LOSSES.items():
-                took, weights[name] = train_once(data, args.instances, loss_of)
-                seconds[name].append(took)
-    old, new = (statistics.median(seconds[name]) for name in LOSSES)
+        seconds, weights = interleaved(LOSSES, args.repeats, lambda loss_of: train_once(data, args.instances, loss_of))
+    old, new = seconds.values()
     diff = (weights["step by step"] - weights["batched readout"]).abs().max().item()
     print(f"{'pairs':>6} {'step by step s':>15} {'batched readout s':>18} {'speed-up':>9} {'max |weight diff|':>18}")
     print(f"{args.instances:6d} {old:15.2f} {new:18.2f} {old / new:8.1f}x {diff:18.1e}")
