@@ -101,7 +101,7 @@ class Seq2Seq(nn.Module):
         """`sequence_loss(model(batch), batch.target_ids)`, read out only where a target token is: the
         vocabulary-sized layer never sees a padded step."""
         readout_inputs = self._teacher_forced(batch)  # (B, U-1, hidden + m)
-        gold = batch.target_ids[:, 1:]  # (B, U-1)
+        gold = _target_ids(batch)[:, 1:]  # (B, U-1)
         real = gold != PAD_ID
         return nn.functional.cross_entropy(self._readout(readout_inputs[real]), gold[real])
 
@@ -141,9 +141,7 @@ class Seq2Seq(nn.Module):
     def _teacher_forced(self, batch: Batch, embedded: torch.Tensor | None = None) -> torch.Tensor:
         """Every step's readout input [s_t; c_t] (B, U-1, hidden + m) fed the gold previous tokens; the target
         embeddings are looked up once (one gradient for the table, not one a step)."""
-        if batch.target_ids is None:
-            raise ValueError("teacher forcing needs batches with targets (target_ids)")
-        previous = self.dropout(self.target_embedding(batch.target_ids[:, :-1]))  # (B, U-1, d)
+        previous = self.dropout(self.target_embedding(_target_ids(batch)[:, :-1]))  # (B, U-1, d)
         encoded = self.encode(batch, embedded)
         state = self.initial_state(encoded.h, batch)
         readout_inputs, alphas = [], []
@@ -172,6 +170,12 @@ class Seq2Seq(nn.Module):
     def _used_alpha(self, encoded: Encoded, state: torch.Tensor) -> torch.Tensor:
         alpha = self.attend(encoded.h, encoded.mask, state)
         return alpha if self.alpha_override is None else self.alpha_override(alpha, encoded.mask)
+
+
+def _target_ids(batch: Batch) -> torch.Tensor:
+    if batch.target_ids is None:
+        raise ValueError("teacher forcing needs batches with targets (target_ids)")
+    return batch.target_ids
 
 
 def permute_within_mask(
