@@ -223,6 +223,16 @@ def raw_problems(document: dict[str, Any]) -> list[Problem]:
     return problems
 
 
+def _known_path(path: str, prefix: tuple, problems: list[Problem]) -> bool:
+    """Whether `path` names a setting; where not, a problem at `prefix` with the did-you-mean."""
+    try:
+        field_at(path)
+    except ValueError as error:
+        problems.append((location(prefix), str(error)))
+        return False
+    return True
+
+
 def _validate_axes(grid: dict[str, Any], problems: list[Problem], prefix: tuple) -> dict[str, list[Any]]:
     axes: dict[str, list[Any]] = {}
     if not isinstance(grid, dict) or not grid:
@@ -230,10 +240,7 @@ def _validate_axes(grid: dict[str, Any], problems: list[Problem], prefix: tuple)
         return axes
     for path, raw in grid.items():
         where = location((*prefix, path))
-        try:
-            field_at(path)
-        except ValueError as error:
-            problems.append((location(prefix), str(error)))
+        if not _known_path(path, prefix, problems):
             continue
         values = raw if isinstance(raw, list) else [raw]
         if not values:
@@ -268,10 +275,7 @@ def _validate_conditions(entry: dict[str, Any], prefix: tuple, problems: list[Pr
         problems.append((location(prefix), "expected a non-empty mapping of keys to values"))
         return conditions
     for path, raw in entry.items():
-        try:
-            field_at(path)
-        except ValueError as error:
-            problems.append((location(prefix), str(error)))
+        if not _known_path(path, prefix, problems):
             continue
         values = raw if isinstance(raw, list) else [raw]
         try:
@@ -286,14 +290,12 @@ def _validate_settings(settings: dict[str, Any], prefix: tuple, problems: list[P
     if not settings:
         problems.append((location(prefix), "expected a non-empty mapping of keys to values"))
     for path, value in settings.items():
+        if not _known_path(path, prefix, problems):
+            continue
         try:
-            field_at(path)
             checked[path] = validate_value(path, value)
-        except ValueError as error:  # pydantic's ValidationError is a ValueError too
-            if isinstance(error, ValidationError):
-                problems += from_validation_error(error, None, (*prefix, path))
-            else:
-                problems.append((location(prefix), str(error)))
+        except ValidationError as error:
+            problems += from_validation_error(error, None, (*prefix, path))
     return checked
 
 
