@@ -157,6 +157,15 @@ def test_table2_lambda_entropy_correlation_by_hand(fake_inputs):
     assert frame.loc[frame["entropy"] == "entropy_dy_x", "pearson_r"].iloc[0] == pytest.approx(1.0)
 
 
+def test_table2_needs_three_lambda_values(fake_inputs):
+    """Over two lambda values every rank correlation is +-1: a sweep cut short gets no row."""
+    rows = importance_rows()
+    short = rows[rows["projection_lambda"].fillna(0.0) != LAMBDAS[-1]]
+    output = SECTION.build(fake_inputs({"sparsity_importance": short}))
+    assert "meister_table2" not in {a.id for a in output.artifacts}
+    assert any("at least 3 projection_lambda values" in line for line in output.missing)
+
+
 def test_fig3_one_panel_four_measures(fake_inputs):
     output = SECTION.build(fake_inputs({"sparsity_importance": importance_rows()}))
     figure = artifact(output, "meister_fig3").figure

@@ -55,6 +55,7 @@ MEASURES = ("tau_gy_x", "tau_dy_x", "tau_gy_h", "tau_dy_h")
 ENTROPIES = ("entropy_gy_x", "entropy_dy_x", "entropy_gy_h", "entropy_dy_h", "entropy_gh_x")
 SYMBOLS = {"tau_gy_x": "g_y(x)", "tau_dy_x": "D_y(x)", "tau_gy_h": "g_y(h)", "tau_dy_h": "D_y(h)"}
 SWEEP = tuple(a for a in MODEL_AXES if a not in ("projection", "projection_lambda"))  # a lambda sweep shares these
+MIN_SWEEP_LAMBDAS = 3  # over two lambda values any rank correlation is +-1: a sweep cut short says nothing
 PAPER_MODEL = ("dataset", "encoder", "attention")
 NAN = math.nan
 
@@ -70,8 +71,8 @@ def build(inputs: ReportInputs) -> SectionOutput:
             artifacts += [sweep_table(sweep), lambda_figure(rows)]
         else:
             missing.append(
-                "Meister Table 2 and Fig. 3 need sparsegen cells with at least two projection_lambda "
-                "values (a grid axis `projection_lambda` with projection sparsegen)"
+                f"Meister Table 2 and Fig. 3 need sparsegen cells with at least {MIN_SWEEP_LAMBDAS} "
+                "projection_lambda values (a grid axis `projection_lambda` with projection sparsegen)"
             )
     else:
         missing.append("Meister Tables 1, 2, 6 and Fig. 3 need `sparsity_importance` rows")
@@ -202,7 +203,7 @@ def lambda_table(rows: pd.DataFrame) -> pd.DataFrame:
         cells = per_cell(sparse, [*SWEEP, "projection_lambda", "seed"], entropy)
         for key, group in cells.groupby(list(SWEEP), dropna=False, sort=True):
             lambdas = group["projection_lambda"].to_numpy(dtype=float)
-            if len(np.unique(lambdas)) < 2:
+            if len(np.unique(lambdas)) < MIN_SWEEP_LAMBDAS:
                 continue
             records.append(
                 {
