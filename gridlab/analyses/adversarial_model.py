@@ -15,7 +15,11 @@ The objective per instance (W&P §4, minimised):
     L = TVD(y_adv, y_base) - lam * KL(alpha_adv || alpha_base)
 
 with y the output distributions (softmax of the logits) and alpha the attention over the unmasked
-positions; the base model's outputs and attention are computed without gradients. Choices:
+positions. Choices:
+- **The base side computed once**: the base model is fixed, so its outputs and attention on every train, dev
+  and test instance are computed once per model, without gradients (`BaseReference`), and looked up by
+  instance id in each adversary batch (a training step does a quarter less work than with a base pass).
+  For a base with `random` attention this is one draw per instance, the same for every epoch and variant.
 - **Means, not sums**: W&P's code summed L over a batch; the batch loss here is the mean over its
   instances, so `lam` and the learning rate mean the same thing at any batch size (docs/analyses.md#adversarial_model).
 - **KL in nats over the mask only**, terms with alpha_adv = 0 contribute 0 and alpha_base is clamped at
@@ -44,6 +48,8 @@ Columns: `jsd_mean`/`jsd_median` of JSD(alpha_adv, alpha_base) over test instanc
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -51,9 +57,9 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
-from gridlab.analyses.common import EPS, forward_once, instance_seed, jsd, tvd
+from gridlab.analyses.common import EPS, instance_seed, jsd, tvd
 from gridlab.catalog.analyses import ANALYSES, AdversarialModelParams
-from gridlab.data.batching import Batch, iterate_batches
+from gridlab.data.batching import Batch, analysis_order, iterate_batches, sequence_lengths, training_rows
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.factory import build_model
@@ -61,7 +67,7 @@ from gridlab.training import loop
 from gridlab.training.loop import hierarchical, make_optimizer
 
 ID = "adversarial_model"
-VERSION = 1
+VERSION = 2  # 2: the base side computed once per instance (rows move at float-rounding level)
 SCHEMA = pa.schema(
     [
         ("variant", pa.string()),
@@ -113,13 +119,66 @@ def adversary_pass(model: AttentionClassifier, batch: Batch) -> tuple[torch.Tens
     return torch.softmax(logits, dim=-1), alpha, encoded.mask
 
 
+@dataclass(frozen=True)
+class BaseReference:
+    """The base model's output distribution and attention on every instance of one split, by instance id."""
+
+    probs: torch.Tensor  # (N, C)
+    alpha: torch.Tensor  # (N, W): each instance's attention at its own positions, zero past its end
+
+    def of(self, batch: Batch, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(probs (B, C), alpha (B, width)) of the batch's instances; `width` is the batch's attention width."""
+        return self.probs[batch.instance_ids], self.alpha[batch.instance_ids, :width]
+
+
+References = dict[str, BaseReference]  # by split
+
+
+def eval_batches(table: pa.Table, model: AttentionClassifier, device: torch.device) -> Iterator[Batch]:
+    """A split's rows in evaluation batches, shortest first: batches of similar lengths pad little."""
+    by_length = table.take(pa.array(analysis_order(sequence_lengths(table))))
+    for batch in iterate_batches(by_length, EVAL_BATCH_SIZE, sentences=hierarchical(model)):
+        yield batch.to(device)
+
+
+@torch.no_grad()
+def base_reference(base: AttentionClassifier, table: pa.Table, device: torch.device) -> BaseReference:
+    """One pass of the base model over a split's rows."""
+    passes = []
+    for batch in eval_batches(table, base, device):
+        probs, alpha, _ = adversary_pass(base, batch)
+        passes.append((batch.instance_ids, probs, alpha))
+    size = max((int(ids.max()) + 1 for ids, _, _ in passes), default=0)
+    width = max((alpha.shape[-1] for _, _, alpha in passes), default=0)
+    classes = passes[0][1].shape[-1] if passes else 0
+    all_probs = torch.zeros(size, classes, device=device)
+    all_alpha = torch.zeros(size, width, device=device)
+    for ids, probs, alpha in passes:
+        all_probs[ids] = probs
+        all_alpha[ids, : alpha.shape[-1]] = alpha
+    return BaseReference(all_probs, all_alpha)
+
+
+def base_references(context: Context, data: PreparedDataset) -> References:
+    """The base side of every split an adversary reads: the training rows the cell trains on, dev and test."""
+    base, device, train = context.classifier, context.device, context.cell_config.train
+    references = {}
+    for split, table in data.splits.items():
+        if split == "train":
+            chosen = training_rows(table.num_rows, train.max_train, train.subset)
+            table = table if chosen is None else table.take(pa.array(chosen))
+        if split in ("train", "dev", "test"):
+            references[split] = base_reference(base, table, device)
+    return references
+
+
 def batch_objective(
-    adversary: AttentionClassifier, base: AttentionClassifier, batch: Batch, params: AdversarialModelParams
+    adversary: AttentionClassifier, reference: BaseReference, batch: Batch, params: AdversarialModelParams
 ) -> torch.Tensor:
-    """(B,) objective of each instance; the base model's side carries no gradient."""
-    reference = forward_once(base, batch)
+    """(B,) objective of each instance against the base model's (gradient-free) outputs and attention."""
     probs, alpha, mask = adversary_pass(adversary, batch)
-    return objective(probs, reference.probs, alpha, reference.alpha, mask, params.lam, params.divergence)
+    base_probs, base_alpha = reference.of(batch, alpha.shape[-1])
+    return objective(probs, base_probs, alpha, base_alpha, mask, params.lam, params.divergence)
 
 
 def initial_adversary(context: Context, data: PreparedDataset, variant: str) -> AttentionClassifier:
@@ -144,9 +203,10 @@ def train_epoch(
     data: PreparedDataset,
     optimizer: torch.optim.Optimizer,
     seed: int,
+    reference: BaseReference,
 ) -> float:
     """One pass over the training split minimising the mean objective; returns the mean batch loss."""
-    params, base = context.params, context.classifier
+    params = context.params
     return loop.train_epoch(
         adversary,
         data.splits["train"],
@@ -154,24 +214,28 @@ def train_epoch(
         optimizer,
         context.device,
         seed,
-        loss_of=lambda model, batch: batch_objective(model, base, batch, params).mean(),
+        loss_of=lambda model, batch: batch_objective(model, reference, batch, params).mean(),
         what="adversary",
     )
 
 
 @torch.no_grad()
-def dev_objective(adversary: AttentionClassifier, context: Context, data: PreparedDataset) -> float:
+def dev_objective(
+    adversary: AttentionClassifier, context: Context, data: PreparedDataset, reference: BaseReference
+) -> float:
     """Mean objective over the dev split (the selection criterion, lower is better)."""
     adversary.eval()
     total, n = 0.0, 0
-    for batch in iterate_batches(data.splits["dev"], EVAL_BATCH_SIZE, sentences=hierarchical(adversary)):
-        values = batch_objective(adversary, context.classifier, batch.to(context.device), context.params)
+    for batch in eval_batches(data.splits["dev"], adversary, context.device):
+        values = batch_objective(adversary, reference, batch, context.params)
         total += values.double().sum().item()
         n += batch.size
     return total / max(n, 1)
 
 
-def fit_adversary(context: Context, data: PreparedDataset, variant: str) -> tuple[AttentionClassifier, int, int]:
+def fit_adversary(
+    context: Context, data: PreparedDataset, variant: str, references: References
+) -> tuple[AttentionClassifier, int, int]:
     """Train one variant; returns the adversary with its best dev weights, epochs trained, best epoch."""
     analysis = f"{ID}/{variant}"
     adversary = initial_adversary(context, data, variant)
@@ -183,8 +247,9 @@ def fit_adversary(context: Context, data: PreparedDataset, variant: str) -> tupl
     best, best_epoch, best_state, waited, epoch = float("inf"), 0, None, 0, 0
     while epoch < context.params.epochs and waited < train.patience:
         epoch += 1
-        train_epoch(adversary, context, data, optimizer, instance_seed(context.cell_id, analysis, epoch))
-        value = dev_objective(adversary, context, data)
+        seed = instance_seed(context.cell_id, analysis, epoch)
+        train_epoch(adversary, context, data, optimizer, seed, references["train"])
+        value = dev_objective(adversary, context, data, references["dev"])
         if value < best:
             best, best_epoch, waited = value, epoch, 0
             best_state = copy.deepcopy(adversary.state_dict())
@@ -196,17 +261,18 @@ def fit_adversary(context: Context, data: PreparedDataset, variant: str) -> tupl
 
 
 @torch.no_grad()
-def compare_on_test(adversary: AttentionClassifier, context: Context, data: PreparedDataset) -> dict[str, float | None]:
+def compare_on_test(
+    adversary: AttentionClassifier, context: Context, data: PreparedDataset, reference: BaseReference
+) -> dict[str, float | None]:
     """Attention JSD, output TVD and accuracies of adversary and base over the test split."""
     jsds, tvds, hits, base_hits = [np.zeros(0)], [np.zeros(0)], 0, 0
-    for batch in iterate_batches(data.splits["test"], EVAL_BATCH_SIZE, sentences=hierarchical(adversary)):
-        batch = batch.to(context.device)
-        reference = forward_once(context.classifier, batch)
+    for batch in eval_batches(data.splits["test"], adversary, context.device):
         probs, alpha, _ = adversary_pass(adversary, batch)
-        jsds.append(jsd(alpha.double(), reference.alpha.double()).cpu().numpy())  # (B,)
-        tvds.append(tvd(probs.double(), reference.probs.double()).cpu().numpy())  # (B,)
+        base_probs, base_alpha = reference.of(batch, alpha.shape[-1])
+        jsds.append(jsd(alpha.double(), base_alpha.double()).cpu().numpy())  # (B,)
+        tvds.append(tvd(probs.double(), base_probs.double()).cpu().numpy())  # (B,)
         hits += int((probs.argmax(-1) == batch.labels).sum())
-        base_hits += int((reference.pred == batch.labels).sum())
+        base_hits += int((base_probs.argmax(-1) == batch.labels).sum())
     jsd_all, tvd_all = np.concatenate(jsds), np.concatenate(tvds)
     n = len(jsd_all)
     if n == 0:  # an empty test split: nulls, never NaN
@@ -222,9 +288,10 @@ def compare_on_test(adversary: AttentionClassifier, context: Context, data: Prep
 
 def run_model(context: Context, data: PreparedDataset) -> dict[str, list]:
     columns: dict[str, list] = {field.name: [] for field in SCHEMA}
+    references = base_references(context, data)
     for variant in context.params.variants:
-        adversary, epochs_trained, best_epoch = fit_adversary(context, data, variant)
-        scores = compare_on_test(adversary, context, data)
+        adversary, epochs_trained, best_epoch = fit_adversary(context, data, variant, references)
+        scores = compare_on_test(adversary, context, data, references["test"])
         accuracy, base_accuracy = scores["accuracy"], scores["base_accuracy"]  # both None for an empty test split
         delta = None if accuracy is None or base_accuracy is None else accuracy - base_accuracy
         row = {

@@ -14,6 +14,7 @@ from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import tvd
 from gridlab.catalog.analyses import AdversarialModelParams
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
+from gridlab.data.batching import iterate_batches, training_rows
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
@@ -85,6 +86,27 @@ def test_masked_kl_is_finite_with_sparse_zeros():
     assert torch.isfinite(p.grad).all()
 
 
+def test_the_base_side_computed_once_is_the_base_models_pass_on_any_batch(trained):
+    """Looked up by instance id, the stored base outputs and attention equal a fresh base pass over a shuffled
+    batch of another width; a cell's `max_train` limits the stored training rows to the ones it trains on."""
+    model, data, config = trained
+    capped = config.model_copy(update={"train": config.train.model_copy(update={"max_train": 100})})
+    capped_context = AnalysisContext("cell", model, CPU, AdversarialModelParams(), capped)
+    references = adversarial_model.base_references(capped_context, data)
+    chosen = training_rows(data.splits["train"].num_rows, 100, capped.train.subset)
+    assert chosen is not None
+    stored = torch.nonzero(references["train"].probs.sum(-1) > 0).flatten()
+    assert stored.tolist() == chosen.tolist()  # instance ids are row positions in a prepared split
+    tables = {**data.splits, "train": data.splits["train"].take(pa.array(chosen))}
+    for split, table in tables.items():
+        for batch in iterate_batches(table, 7, shuffle=True, seed=3):
+            with torch.no_grad():
+                probs, alpha, _ = adversarial_model.adversary_pass(model, batch)
+            base_probs, base_alpha = references[split].of(batch, alpha.shape[-1])
+            torch.testing.assert_close(base_probs, probs, atol=1e-6, rtol=0)
+            torch.testing.assert_close(base_alpha, alpha, atol=1e-6, rtol=0)
+
+
 def test_rows_follow_the_schema_and_bounds(rows, trained):
     table = pa.Table.from_pydict(rows, schema=adversarial_model.SCHEMA)  # raises on a missing or mistyped column
     assert table.column_names == adversarial_model.SCHEMA.names and rows["variant"] == ["frozen", "unfrozen"]
@@ -139,7 +161,10 @@ def test_the_kl_term_drives_the_divergence_under_weight_decay(trained):
 def test_selection_never_reads_the_test_split(trained):
     _, data, _ = trained
     no_test = dataclasses.replace(data, splits={k: v for k, v in data.splits.items() if k != "test"})
-    adversary, epochs, best = adversarial_model.fit_adversary(context(trained, epochs=1), no_test, "unfrozen")
+    one_epoch = context(trained, epochs=1)
+    references = adversarial_model.base_references(one_epoch, no_test)
+    adversary, epochs, best = adversarial_model.fit_adversary(one_epoch, no_test, "unfrozen", references)
+    assert set(references) == {"train", "dev"}
     assert (epochs, best) == (1, 1) and not adversary.training
 
 
