@@ -86,9 +86,19 @@ def test_masked_kl_is_finite_with_sparse_zeros():
     assert torch.isfinite(p.grad).all()
 
 
+def assert_lookups_equal_fresh_passes(model, tables: dict, references: dict, sentences: bool = False) -> None:
+    """Every shuffled batch (of another width than the stored passes') looks up what a fresh base pass gives."""
+    for split, table in tables.items():
+        for batch in iterate_batches(table, 7, shuffle=True, seed=3, sentences=sentences):
+            with torch.no_grad():
+                probs, alpha, _ = adversarial_model.adversary_pass(model, batch)
+            base_probs, base_alpha = references[split].of(batch, alpha.shape[-1])
+            torch.testing.assert_close(base_probs, probs, atol=1e-6, rtol=0)
+            torch.testing.assert_close(base_alpha, alpha, atol=1e-6, rtol=0)
+
+
 def test_the_base_side_computed_once_is_the_base_models_pass_on_any_batch(trained):
-    """Looked up by instance id, the stored base outputs and attention equal a fresh base pass over a shuffled
-    batch of another width; a cell's `max_train` limits the stored training rows to the ones it trains on."""
+    """A cell's `max_train` limits the stored training rows to the ones it trains on."""
     model, data, config = trained
     capped = config.model_copy(update={"train": config.train.model_copy(update={"max_train": 100})})
     capped_context = AnalysisContext("cell", model, CPU, AdversarialModelParams(), capped)
@@ -97,14 +107,22 @@ def test_the_base_side_computed_once_is_the_base_models_pass_on_any_batch(traine
     assert chosen is not None
     stored = torch.nonzero(references["train"].probs.sum(-1) > 0).flatten()
     assert stored.tolist() == chosen.tolist()  # instance ids are row positions in a prepared split
-    tables = {**data.splits, "train": data.splits["train"].take(pa.array(chosen))}
-    for split, table in tables.items():
-        for batch in iterate_batches(table, 7, shuffle=True, seed=3):
-            with torch.no_grad():
-                probs, alpha, _ = adversarial_model.adversary_pass(model, batch)
-            base_probs, base_alpha = references[split].of(batch, alpha.shape[-1])
-            torch.testing.assert_close(base_probs, probs, atol=1e-6, rtol=0)
-            torch.testing.assert_close(base_alpha, alpha, atol=1e-6, rtol=0)
+    assert_lookups_equal_fresh_passes(
+        model, {**data.splits, "train": data.splits["train"].take(pa.array(chosen))}, references
+    )
+
+
+@pytest.mark.parametrize(("dataset", "architecture"), [("sick", "pair"), ("20news", "han")])
+def test_the_base_side_of_pair_and_hierarchical_models(dataset, architecture, data_dir, tmp_path):
+    """Pair models attend over the premise, a HAN's output attention over sentences: both looked up alike."""
+    data = load_dataset(dataset, data_dir, tmp_path / "cache", DataConfig(max_length=60))
+    data = dataclasses.replace(data, splits={name: table.slice(0, 30) for name, table in data.splits.items()})
+    config = CellConfig(dataset=dataset, encoder="lstm", architecture=architecture, model=SMALL)
+    model = build_model(config, data).eval()
+    references = adversarial_model.base_references(
+        AnalysisContext("cell", model, CPU, AdversarialModelParams(), config), data
+    )
+    assert_lookups_equal_fresh_passes(model, data.splits, references, sentences=architecture == "han")
 
 
 def test_rows_follow_the_schema_and_bounds(rows, trained):
