@@ -116,3 +116,12 @@ def test_the_gh_x_positions_bench_compares_every_n_with_every_position(tmp_path:
     for row in rows:
         difference = float(row[5])
         assert difference == 0.0 if int(row[2]) == 64 else difference > 0  # 64 covers every item of <= 14
+
+
+def test_the_adversary_bench_runs_both_sides(data_dir: Path):
+    command = [sys.executable, str(REPO / "bench" / "adversary.py"), "--dataset", "sst", "--instances", "40"]
+    command += ["--epochs", "1", "--repeats", "1", "--encoders", "lstm"]
+    environment = {**os.environ, "GRIDLAB_DATA": str(data_dir)}
+    output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300, env=environment).stdout
+    row = output.splitlines()[-1].split()
+    assert row[:2] == ["lstm", "40"] and float(row[2]) > 0 and float(row[3]) > 0

@@ -18,7 +18,7 @@ with y the output distributions (softmax of the logits) and alpha the attention 
 positions. Choices:
 - **The base side computed once**: the base model is fixed, so its outputs and attention on every train, dev
   and test instance are computed once per model, without gradients (`BaseReference`), and looked up by
-  instance id in each adversary batch (a training step does a quarter less work than with a base pass).
+  instance id in each adversary batch (bench/adversary.py times it against a base pass per batch).
   For a base with `random` attention this is one draw per instance, the same for every epoch and variant.
 - **Means, not sums**: W&P's code summed L over a batch; the batch loss here is the mean over its
   instances, so `lam` and the learning rate mean the same thing at any batch size (docs/analyses.md#adversarial_model).
