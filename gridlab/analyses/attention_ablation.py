@@ -135,7 +135,8 @@ def _classifier_accuracies(
 def _translation_bleus(
     context: AnalysisContext, model: Seq2Seq, data: PreparedDataset, modes: list[str]
 ) -> dict[str, float]:
-    """Greedy-decoding BLEU per mode; the draws of random and permuted weights follow seeds of the cell."""
+    """BLEU per mode, decoded greedily or by beam search (`beam_size`); the draws of random and permuted weights
+    follow seeds of the cell."""
     target_vocab = data.target_vocab
     if target_vocab is None:
         raise ValueError(f"cell {context.cell_id}: a translation model's dataset needs a target vocabulary")
@@ -147,7 +148,7 @@ def _translation_bleus(
         model.attention.mode = mode if mode in ("uniform", "random") else "learned"
         model.alpha_override = (lambda a, m: permute_within_mask(a, m, generator)) if mode == "permute" else None
         try:
-            scores[mode] = bleu(model, data.splits["test"], target_vocab)
+            scores[mode] = bleu(model, data.splits["test"], target_vocab, beam_size=context.params.beam_size)
         finally:
             model.attention.mode, model.alpha_override = "learned", None
     return scores

@@ -138,6 +138,11 @@ class AttentionAblationParams(Params):
         description="a HAN's attention replaced at both levels (Vashishth §3.1 attends at both), or at the "
         "sentence level only, its word weights kept",
     )
+    beam_size: int = Field(
+        1,
+        ge=1,
+        description="translation: hypotheses kept per decoding step; 1 is greedy decoding (as training's dev BLEU)",
+    )
 
     _modes_unique = field_validator("modes")(_unique)
 

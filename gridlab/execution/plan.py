@@ -140,19 +140,24 @@ def check_shard_order(workspace: GridWorkspace) -> None:
 def check_part_params(grid: ExpandedGrid, only: list[str] | None = None) -> None:
     """Refuse parts of the grid's cells computed with other parameters than its `analyses` now give: a relaunch
     skips every part that exists, so their rows would pass for the new parameters'. A parameter that a part
-    does not record (added to gridlab since, with its default) is not compared; nor are parts written before
-    parts recorded their parameters."""
+    does not record was added to gridlab since, and the part was computed as its default computes: it is
+    compared as that default (a grid that sets another value is refused). Parts written before parts recorded
+    their parameters are not compared."""
     cells = {c.id for c in grid.cells}
     for analysis, params in grid.analyses.items():
         if only is not None and analysis not in only:
             continue
         wanted = params.model_dump(mode="json")
+        defaults = type(params).model_construct().model_dump(mode="json")
         for path in grid.workspace.parts_of(analysis, cells):
             recorded = part_params(path)
-            if recorded is not None and any(wanted.get(k) != v for k, v in recorded.items()):
+            if recorded is None:
+                continue
+            computed = {k: recorded.get(k, defaults.get(k)) for k in wanted}
+            if computed != wanted:
                 folder = grid.workspace.analysis(analysis)
                 raise BadInput(
-                    f"{grid.file}: analyses.{analysis}: the parts in {folder} were computed with {recorded} "
+                    f"{grid.file}: analyses.{analysis}: the parts in {folder} were computed with {computed} "
                     f"(e.g. {path.parent.name}), the grid now gives {wanted}; restore those parameters, or move "
                     "that folder aside (trained models are kept) and relaunch to recompute"
                 )

@@ -9,6 +9,7 @@ that every analysis relies on (docs/models.md#contract), with one attention dist
     >>> model(batch)                                                   # the same logits, stacked (B, U-1, V)
     >>> model.loss(batch)                                              # the training loss, padded steps skipped
     >>> model.greedy(batch, max_len=50)                                # [[target id, ...], ...]
+    >>> model.beam(batch, beam_size=5, max_len=50)                     # the same, by beam search
     >>> bleu(model, data.splits["test"], data.target_vocab)            # corpus BLEU of the greedy outputs
 
 Bahdanau et al. (2015), as Vashishth write it (`c_t = f(c_{t-1}, y_{t-1}, h^alpha_t)`): a BiGRU encoder; a
@@ -134,6 +135,71 @@ class Seq2Seq(nn.Module):
         kept = ((generated == EOS_ID).cumsum(dim=1) == 0).sum(dim=1)  # (B,) tokens before the first <eos>
         return [row[:n] for row, n in zip(generated.tolist(), kept.tolist())]
 
+    @torch.no_grad()
+    def beam(self, batch: Batch, beam_size: int, max_len: int = 50) -> list[list[int]]:
+        """Beam search, the whole batch in lockstep: each instance keeps the `beam_size` partial translations
+        of highest summed log-probability. A hypothesis ended by `<eos>` stays in the beam at its score (it
+        continues with `<eos>` at no cost); the output is the hypothesis of highest log-probability per
+        generated token, `<eos>` counted (so long translations are not penalised for their length). Ties go to
+        the lower (hypothesis, token) index, by a stable sort. `beam_size` 1 is `greedy`.
+
+        As `greedy`: eval mode, `last_alphas` (B, S, T) the weights the chosen hypothesis used at each step,
+        and an attention intervention (`attention.mode`, `alpha_override`) acts on every hypothesis's steps.
+        """
+        if beam_size == 1:
+            return self.greedy(batch, max_len)
+        if beam_size < 1 or max_len < 1:
+            raise ValueError(f"beam_size and max_len must be at least 1, not {beam_size} and {max_len}")
+        b, k, device = batch.size, beam_size, batch.ids.device
+        encoded = self.encode(batch)
+        expanded = Encoded(encoded.h.repeat_interleave(k, dim=0), encoded.mask.repeat_interleave(k, dim=0))
+        state = self.initial_state(encoded.h, batch).repeat_interleave(k, dim=0)  # (B*K, hidden)
+        scores = torch.full((b, k), float("-inf"), device=device)
+        scores[:, 0] = 0.0  # one live hypothesis per instance at the start
+        lengths = torch.zeros(b, k, device=device)
+        finished = torch.zeros(b, k, dtype=torch.bool, device=device)
+        token = torch.full((b * k,), SOS_ID, dtype=torch.long, device=device)
+        barred = torch.tensor(NEVER_GENERATED, device=device)
+        first_row = torch.arange(b, device=device).unsqueeze(1) * k  # (B, 1)
+        tokens, parents, alphas = [], [], []
+        for _ in range(max_len):
+            alpha = self._used_alpha(expanded, state)  # (B*K, T)
+            logits, state = self.decode_step(expanded.h, alpha, state, token)
+            log_probs = torch.log_softmax(logits.index_fill(-1, barred, float("-inf")), dim=-1).view(b, k, -1)
+            ended = torch.full_like(log_probs, float("-inf")).index_fill(-1, torch.tensor([EOS_ID], device=device), 0.0)
+            log_probs = torch.where(finished.unsqueeze(-1), ended, log_probs)
+            candidates = (scores.unsqueeze(-1) + log_probs).flatten(1)  # (B, K*V)
+            chosen = torch.sort(candidates, dim=-1, descending=True, stable=True).indices[:, :k]  # (B, K)
+            vocab = log_probs.shape[-1]
+            parent, token_of = chosen // vocab, chosen % vocab  # (B, K)
+            scores = candidates.gather(1, chosen)
+            lengths = lengths.gather(1, parent) + (~finished.gather(1, parent)).float()
+            finished = finished.gather(1, parent) | (token_of == EOS_ID)
+            state = state[(first_row + parent).flatten()]
+            token = token_of.flatten()
+            tokens.append(token_of)
+            parents.append(parent)
+            alphas.append(alpha.view(b, k, -1))
+            if bool(finished.all()):
+                break
+        best = (scores / lengths.clamp(min=1)).argmax(dim=-1)  # (B,) the first of equal maxima
+        return self._backtrack(best, tokens, parents, alphas)
+
+    def _backtrack(
+        self, best: torch.Tensor, tokens: list[torch.Tensor], parents: list[torch.Tensor], alphas: list[torch.Tensor]
+    ) -> list[list[int]]:
+        """The chosen hypotheses' tokens, cut before their first `<eos>`, and their weights into `last_alphas`."""
+        rows = torch.arange(best.shape[0], device=best.device)
+        hypothesis, chosen_tokens, chosen_alphas = best, [], []
+        for step in reversed(range(len(tokens))):
+            chosen_tokens.append(tokens[step][rows, hypothesis])
+            hypothesis = parents[step][rows, hypothesis]  # the hypothesis this step extended, whose weights it used
+            chosen_alphas.append(alphas[step][rows, hypothesis])
+        self.last_alphas = torch.stack(chosen_alphas[::-1], dim=1)  # (B, S, T)
+        generated = torch.stack(chosen_tokens[::-1], dim=1)  # (B, S)
+        kept = ((generated == EOS_ID).cumsum(dim=1) == 0).sum(dim=1)
+        return [row[:n] for row, n in zip(generated.tolist(), kept.tolist())]
+
     def attention_parameter_names(self) -> set[str]:
         """Parameters of the attention layer (J&W: exempt from weight decay)."""
         return {f"attention.{name}" for name, _ in self.attention.named_parameters()}
@@ -201,9 +267,11 @@ def bleu(
     batch_size: int = 64,
     max_len: int = 50,
     limit: int | None = None,
+    beam_size: int = 1,
 ) -> float:
-    """Corpus BLEU (sacrebleu, 13a tokenisation) of greedy translations of a split's first `limit` rows against
-    its `target_tokens`, space-joined; computed in eval mode, the model's mode restored afterwards."""
+    """Corpus BLEU (sacrebleu, 13a tokenisation) of greedy (`beam_size` 1) or beam-search translations of a
+    split's first `limit` rows against its `target_tokens`, space-joined; computed in eval mode, the model's
+    mode restored afterwards."""
     training = model.training
     device = next(model.parameters()).device
     model.eval()
@@ -211,7 +279,7 @@ def bleu(
         hypotheses = [
             " ".join(target_vocab.decode(ids))
             for batch in iterate_batches(table, batch_size, limit=limit)
-            for ids in model.greedy(batch.to(device), max_len)
+            for ids in model.beam(batch.to(device), beam_size, max_len)
         ]
     finally:
         model.train(training)

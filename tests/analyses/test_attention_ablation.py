@@ -19,6 +19,7 @@ from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
 from gridlab.grid.expand import cell_id
 from gridlab.models.factory import build_model
+from gridlab.models.seq2seq import Seq2Seq
 from gridlab.training.loop import evaluate, fit
 
 CPU = torch.device("cpu")
@@ -66,7 +67,7 @@ def test_same_rows_for_the_same_cell(trained):
 
 
 @pytest.mark.slow
-def test_translation_rows_are_bleu(data_dir: Path, tmp_path: Path):
+def test_translation_rows_are_bleu(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     data = load_dataset("multi30k", data_dir, tmp_path, DataConfig())
     data = dataclasses.replace(data, splits={**data.splits, "test": data.splits["test"].slice(0, 24)})
     config = CellConfig(dataset="multi30k", encoder="gru", architecture="seq2seq", model=SMALL)
@@ -74,6 +75,23 @@ def test_translation_rows_are_bleu(data_dir: Path, tmp_path: Path):
     rows = attention_ablation.run_model(context(model), data)
     assert rows["metric"] == ["bleu"] * 4 and all(0.0 <= v <= 100.0 for v in rows["value"])
     assert model.attention.mode == "learned" and model.alpha_override is None  # restored
+    searched = []
+    original = Seq2Seq.beam
+
+    def recording(self, batch, beam_size, max_len=50):
+        searched.append((beam_size, self.attention.mode, self.alpha_override is not None))
+        return original(self, batch, beam_size, max_len)
+
+    monkeypatch.setattr(Seq2Seq, "beam", recording)
+    beam = AnalysisContext("cell", model, CPU, AttentionAblationParams(beam_size=3))
+    rows = attention_ablation.run_model(beam, data)
+    assert all(0.0 <= v <= 100.0 for v in rows["value"])
+    assert sorted(set(searched)) == [
+        (3, "learned", False),
+        (3, "learned", True),
+        (3, "random", False),
+        (3, "uniform", False),
+    ]
 
 
 @pytest.fixture(scope="module")

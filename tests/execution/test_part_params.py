@@ -44,6 +44,25 @@ def test_parts_of_other_parameters_are_refused_and_the_rest_pass(tmp_path: Path)
     check_part_params(changed, only=["importance_correlation"])  # the other analyses' parts are not its concern
 
 
+def test_a_parameter_a_part_does_not_record_counts_as_its_default(tmp_path: Path):
+    """A part written before a parameter existed was computed as its default computes: a grid that keeps the
+    default passes, one that sets another value (attention_ablation's beam search, greedy parts) is refused."""
+    settings = dict(grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]}, shard_size=32)
+    greedy = {"modes": ["uniform"], "han_levels": "both"}  # what a part recorded before `beam_size` existed
+
+    def grid_of(params: dict):
+        path = write_grid(tmp_path, analyses={"attention_ablation": params}, **settings)
+        return expand(load_grid_file(path), str(path), check_data=False)
+
+    grid = grid_of({"modes": ["uniform"]})
+    [cell] = grid.cells
+    write_part(grid.workspace.part("attention_ablation", cell.id, 0), with_params(pa.table({"x": [1]}), greedy))
+    check_part_params(grid)
+    check_part_params(grid_of({"modes": ["uniform"], "beam_size": 1}))
+    with pytest.raises(BadInput, match=r"computed with \{.*'beam_size': 1\}.*the grid now gives \{.*'beam_size': 5\}"):
+        check_part_params(grid_of({"modes": ["uniform"], "beam_size": 5}))
+
+
 @pytest.mark.slow
 def test_a_relaunch_with_other_parameters_exits_2_and_keeps_the_parts(
     tmp_path: Path, data_dir: Path, monkeypatch, local_ray

@@ -175,6 +175,65 @@ def test_greedy_stops_at_eos_and_never_emits_pad_or_sos():
         assert model.last_alphas.shape[1] == 1  # every instance ended at the first step: no more steps
 
 
+def sharpened(seed: int) -> Seq2Seq:
+    """A model whose untrained output is peaked enough that beam search and greedy decoding disagree."""
+    model = make_model(seed=seed)
+    with torch.no_grad():
+        model.output.weight.mul_(4.0)
+        model.output.bias[EOS_ID] += 1.0  # some translations end early
+    return model
+
+
+def log_prob_per_token(model: Seq2Seq, source: list[int], output: list[int], max_len: int) -> float:
+    """log p(output) per generated token, by teacher forcing over the tokens `beam` may emit: a translation
+    shorter than `max_len` ends with `<eos>` (counted), one of `max_len` tokens was cut there."""
+    batch = make_batch([(source, output)])  # targets come as <sos> output <eos>
+    with torch.no_grad():
+        logits = model(batch)[0].index_fill(-1, torch.tensor([PAD_ID, SOS_ID]), float("-inf"))
+    steps = torch.log_softmax(logits, dim=-1).gather(-1, batch.target_ids[0, 1:].unsqueeze(-1)).squeeze(-1)
+    generated = len(output) + 1 if len(output) < max_len else max_len
+    return float(steps[:generated].sum()) / generated
+
+
+def test_beam_of_one_is_greedy_and_a_wide_beam_finds_the_best_translation():
+    """With `max_len` 2 a beam of 32 keeps every one-token prefix (22 emittable tokens), so it must return the
+    translation of highest log-probability per token among all of them: found here by enumeration."""
+    model, batch = sharpened(seed=1), make_batch(PAIRS)
+    greedy = model.greedy(batch, max_len=2)
+    assert model.beam(batch, beam_size=1, max_len=2) == greedy
+    emittable = [t for t in range(TARGET_VOCAB) if t not in (PAD_ID, SOS_ID, EOS_ID)]
+    outputs = [[], *([a] for a in emittable), *([a, b] for a in emittable for b in emittable)]
+    found = model.beam(batch, beam_size=32, max_len=2)
+    for (source, _), translation in zip(PAIRS, found):
+        best = max(log_prob_per_token(model, source, output, 2) for output in outputs)
+        assert log_prob_per_token(model, source, translation, 2) == pytest.approx(best, abs=1e-5)
+    assert found != greedy  # the search is not greedy decoding under another name
+
+
+@pytest.mark.parametrize("alignment", ALIGNMENTS)
+def test_beam_search_of_an_instance_does_not_depend_on_its_batch(alignment: str):
+    model, batch = make_model(alignment, seed=2), make_batch(PAIRS)
+    with torch.no_grad():
+        model.output.weight.mul_(6.0)
+    translations = model.beam(batch, beam_size=4, max_len=8)
+    alphas = model.last_alphas
+    assert_on_simplex_over_mask(alphas, batch.mask)
+    for i, pair in enumerate(PAIRS):
+        alone = make_batch([pair])
+        assert model.beam(alone, beam_size=4, max_len=8) == [translations[i]]
+        steps, t = model.last_alphas.shape[1], alone.ids.shape[1]
+        torch.testing.assert_close(model.last_alphas[0, : len(translations[i])], alphas[i, : len(translations[i]), :t])
+        assert steps >= len(translations[i])
+
+
+def test_beam_search_translates_under_uniform_attention():
+    model, batch = make_model(seed=1), make_batch(PAIRS)
+    model.attention.mode = "uniform"
+    model.beam(batch, beam_size=3, max_len=5)
+    expected = (batch.mask / batch.mask.sum(-1, keepdim=True)).unsqueeze(1).expand_as(model.last_alphas)
+    assert torch.equal(model.last_alphas, expected)
+
+
 def test_gradient_reaches_the_source_embeddings():
     model, batch = make_model(), make_batch(PAIRS)
     embedded = model.embed(batch).detach().requires_grad_()
