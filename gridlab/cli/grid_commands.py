@@ -17,7 +17,7 @@ from gridlab.catalog.analyses import ANALYSES, RANKING_NEEDS, ranking_applies
 from gridlab.cli.output import console, echo, user_errors, warn
 from gridlab.grid.expand import ID_LENGTH, Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file
-from gridlab.store.models import ModelStore
+from gridlab.store.models import ModelStore, trained_elsewhere
 from gridlab.store.remote import sync, upload_pending
 from gridlab.text import counted
 
@@ -163,6 +163,10 @@ def _print_counts(expanded: ExpandedGrid, states: dict[str, str], calibrated: bo
     failed = sum(states[c.id] == "failed" for c in cells)
     retried = f", {failed} of them failed before (a launch retries them)" if failed else ""
     echo(f"cells: {len(cells) - len(untrained)} trained, {len(untrained)} to train{datasets}{retried}")
+    elsewhere = [folder for c in untrained if (folder := trained_elsewhere(expanded.results, spec.name, c.id))]
+    if elsewhere:
+        grids = sorted({folder.path.parent.parent.name for folder in elsewhere})
+        echo(f"  {len(elsewhere)} of them trained by {', '.join(grids)} in this results folder: a launch copies them")
     if expanded.collapsed:
         echo(f"  {expanded.collapsed} combinations resolved to a cell already listed and were collapsed")
     shards = math.ceil(spec.instances / spec.shard_size) if spec.instances else None

@@ -5,7 +5,9 @@ trained, while the other trials go on, and the cells trained earlier are analyse
     >>> report = launch(expanded, force=[], address=None, emit=print)
     >>> report = launch(expanded, [], None, emit=print, status=board.status)   # live rows on a terminal
 
-Cells already in the model store are skipped, so adding values to an axis trains only the new cells. Each
+Cells already in the model store are skipped, so adding values to an axis trains only the new cells; a cell
+that another grid of the same results folder has trained (the same id: the same resolved config and seed) is
+copied from it rather than trained again (`adopt_trained`), so an ablation grid reuses a paper grid's models. Each
 launch is one Tune experiment under `results_dir/<grid>/tune/launch-NNN`; a marker file says whether it
 finished. A driver killed mid-grid leaves an unfinished experiment, which the next launch restores first
 (`Tuner.restore`, unfinished trials continue from their last epoch checkpoint) before it starts a new
@@ -37,19 +39,19 @@ from gridlab.data.prepare import verify_release
 from gridlab.errors import BadInput, Interrupted, ResourceFault
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.execution.plan import plan_jobs
-from gridlab.execution.progress import GridProgress, Status
+from gridlab.execution.progress import GridProgress, Status, cell_params, cell_tags
 from gridlab.execution.ray_session import ray_session
 from gridlab.execution.trainable import cell_id_of, train_cell, trial_params
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
 from gridlab.results.parts import drop_cell_parts
 from gridlab.store.atomic import write_json
-from gridlab.store.layout import LAUNCH_MARKER
+from gridlab.store.layout import LAUNCH_MARKER, CellFiles
 from gridlab.store.lock import exclusive
-from gridlab.store.models import ModelStore
+from gridlab.store.models import CellFolder, ModelStore, trained_elsewhere
 from gridlab.text import counted
 from gridlab.tracking.journal import TrackingJournal
-from gridlab.tracking.runs import Tracker
+from gridlab.tracking.runs import Tracker, final_metrics
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ def _launch(
     _drop_stale_rows(grid, force, emit)
     tracker = tracker_for(grid)
     tracker.deliver()  # what an earlier launch could not send goes first
+    pending = adopt_trained(grid, pending, force, tracker, emit)
     with ray_session(address if address is not None else grid.spec.ray.address):
         dispatcher = AnalysisDispatcher(grid, emit, status, only) if grid.analyses and only != [] else None
         try:
@@ -150,6 +153,34 @@ def _launch(
     if waiting:
         emit(f"tracking: {counted(waiting, 'record')} not sent yet; `gridlab track {grid.file}` sends them")
     return report
+
+
+def adopt_trained(
+    grid: ExpandedGrid, pending: list[Cell], force: list[str], tracker: Tracker, emit: Callable[[str], None]
+) -> list[Cell]:
+    """Copy into this grid the pending cells another grid of its results folder has trained
+    (`trained_elsewhere`), each with a tracking run of its own in this grid's experiment, under one launch run;
+    a forced cell is trained. Returns the cells still to train."""
+    sources: dict[str, CellFolder] = {}
+    for cell in pending:
+        source = None if cell.id in force else trained_elsewhere(grid.results, grid.spec.name, cell.id)
+        if source is not None:
+            sources[cell.id] = source
+    if not sources:
+        return pending
+    key = tracker.start_launch(len(sources))
+    store = ModelStore(grid.workspace.models)
+    for cell in pending:
+        if cell.id not in sources:
+            continue
+        config = cell.config.model_dump(mode="json")
+        tracker.cell_run(cell.id, cell_params(cell.id, config), cell_tags(grid.spec.name, config), key)
+        tracking = {"mlflow_run_id": tracker.run_id(cell.id), "tracking_uri": tracker.tracking_uri}
+        folder = store.publish(cell.id, sources[cell.id].path, {CellFiles.TRACKING: tracking})
+        tracker.finish_cell(cell.id, final_metrics(folder.read(CellFiles.METRICS)), folder.path)
+        emit(f"{cell.id}: trained by grid {sources[cell.id].path.parent.parent.name}, copied (same config and seed)")
+    tracker.end_launch(key, len(sources), 0)
+    return [c for c in pending if c.id not in sources]
 
 
 def _drop_stale_rows(grid: ExpandedGrid, force: list[str], emit: Callable[[str], None]) -> None:

@@ -4,8 +4,6 @@ and print progress a person can follow (cells done / running / failed / pending,
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +22,16 @@ from gridlab.tracking.runs import Tracker, final_metrics, flatten
 # terminal shows these as rows redrawn in place (`cli.output.LiveBoard`); without one, lines are printed.
 Status = Callable[[str, str | None], None]
 TAG_KEYS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")
+
+
+def cell_params(cell_id: str, config: dict[str, Any]) -> dict[str, Any]:
+    """A cell run's MLflow params: its id and every resolved config key."""
+    return {"cell_id": cell_id, **flatten(config)}
+
+
+def cell_tags(grid: str, config: dict[str, Any]) -> dict[str, str]:
+    """A cell run's MLflow tags: its grid and axes."""
+    return {"grid": grid, **{k: str(config[k]) for k in TAG_KEYS}}
 
 
 class GridProgress(tune.Callback):
@@ -129,8 +137,7 @@ class GridProgress(tune.Callback):
         """The cell's tracking run, opened (created, or marked running again) once per launch."""
         if cell_id not in self.opened:
             config = self.cells[cell_id]
-            tags = {"grid": self.grid, **{k: str(config[k]) for k in TAG_KEYS}}
-            self.tracker.cell_run(cell_id, {"cell_id": cell_id, **flatten(config)}, tags, self.launch_key)
+            self.tracker.cell_run(cell_id, cell_params(cell_id, config), cell_tags(self.grid, config), self.launch_key)
             self.opened.add(cell_id)
 
     def _finish(self, cell_id: str, folder: Path, result: dict[str, Any]) -> None:
@@ -142,12 +149,7 @@ class GridProgress(tune.Callback):
         self._set(cell_id, "trained", f"{summary} (best epoch {result.get('best_epoch')})")
 
     def _publish(self, cell_id: str, folder: Path) -> Path:
-        store = ModelStore(self.models)
-        with tempfile.TemporaryDirectory() as tmp:
-            staged = Path(tmp)
-            for name in CellFiles.TRAINED:
-                shutil.copyfile(folder / name, staged / name)
-            return store.publish(cell_id, staged, {CellFiles.TRACKING: self._tracking(cell_id)}).path
+        return ModelStore(self.models).publish(cell_id, folder, {CellFiles.TRACKING: self._tracking(cell_id)}).path
 
     def _tracking(self, cell_id: str) -> dict[str, str | None]:
         """The cell's MLflow run id (None while the tracking server has not taken its records)."""

@@ -8,6 +8,7 @@ process killed mid-write never leaves a half cell that a relaunch would trust.
     >>> store = ModelStore(workspace.models)
     >>> store.cell(cell_id).state()                  # "trained" | "failed" | "pending"
     >>> store.cell(cell_id).read(CellFiles.METRICS)
+    >>> trained_elsewhere(Results(results_dir), "quick", cell_id)  # the same cell, trained by another grid
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gridlab.store.atomic import publish_folder, staging_folder
-from gridlab.store.layout import CellFiles
+from gridlab.store.layout import CellFiles, Results
 
 CellState = Literal["trained", "failed", "pending"]
 
@@ -97,6 +98,19 @@ class CellFolder:
         return self.read(CellFiles.TRACKING)["mlflow_run_id"] if self.has(CellFiles.TRACKING) else None
 
 
+def trained_elsewhere(results: Results, grid: str, cell_id: str) -> CellFolder | None:
+    """The cell trained by another grid of the same results folder, the first by grid name, or None. A cell id
+    hashes the resolved config, seed included, so two grids that share a cell train the same weights: an
+    ablation grid can take the paper grid's models instead of training them again."""
+    if not results.path.is_dir():
+        return None
+    for other in sorted(p.name for p in results.path.iterdir() if p.is_dir() and p.name != grid):
+        folder = ModelStore(results.grid(other).models).cell(cell_id)
+        if folder.state() == "trained":
+            return folder
+    return None
+
+
 class ModelStore:
     def __init__(self, root: Path):
         self.root = root  # results_dir/<grid>/models (GridWorkspace.models)
@@ -105,11 +119,12 @@ class ModelStore:
         return CellFolder(self.root / cell_id)
 
     def publish(self, cell_id: str, folder: Path, extra: dict[str, Any]) -> CellFolder:
-        """Publish a trained cell from a finished trial's folder, plus `extra` JSON files."""
+        """Publish a trained cell from a folder holding its `CellFiles.TRAINED` files (a finished trial's
+        checkpoint, another grid's cell), plus `extra` JSON files; nothing else of that folder is copied."""
 
         def fill(staging: Path) -> None:
-            for path in folder.iterdir():
-                shutil.copyfile(path, staging / path.name)
+            for name in CellFiles.TRAINED:
+                shutil.copyfile(folder / name, staging / name)
             for name, value in extra.items():
                 (staging / name).write_text(json.dumps(value, indent=2, sort_keys=True))
 

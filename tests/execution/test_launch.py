@@ -249,3 +249,34 @@ def test_train_only_trains_and_leaves_every_analysis_for_later(tmp_path: Path, d
     rest = launch(path)
     assert rest.exit_code == 0, rest.output
     assert "nothing to train" in rest.output and "analyses: 1 shards to run (0 parts already written)" in rest.output
+
+
+def test_a_cell_another_grid_trained_is_copied_not_trained_again(
+    tmp_path: Path, data_dir: Path, monkeypatch, local_ray
+):
+    """Two grids of one results folder share a cell (same resolved config and seed, so the same id): the second
+    copies the first's model folder, gets a tracking run of its own for it, and trains only its other cell."""
+    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    shared = {"dataset": ["synthetic"], "encoder": ["average"]}
+    paper = write_grid(tmp_path, name="paper", grid={**shared, "seed": [0]})
+    assert launch(paper).exit_code == 0
+    [cell] = cells(paper)
+    ablation = write_grid(tmp_path, name="ablation", grid={**shared, "seed": [0, 1]})
+    planned = CliRunner().invoke(app, ["plan", str(ablation)])
+    assert "1 of them trained by paper in this results folder: a launch copies them" in planned.output
+
+    result = launch(ablation)
+    assert result.exit_code == 0, result.output
+    assert f"{cell.id}: trained by grid paper, copied (same config and seed)" in result.output
+    assert "1 of 2 cells to train" in result.output  # the other seed only
+    source, copy = (tmp_path / "runs" / name / "models" / cell.id for name in ("paper", "ablation"))
+    for name in ("model.pt", "config.json", "data.json", "history.json", "metrics.json"):
+        assert (copy / name).read_bytes() == (source / name).read_bytes(), name
+    copied_run = runs(tmp_path, "ablation", f"tags.cell_id = '{cell.id}'")
+    assert list(copied_run["status"]) == ["FINISHED"] and list(copied_run["tags.grid"]) == ["ablation"]
+    assert (
+        copied_run["metrics.test_accuracy"].iloc[0]
+        == json.loads((source / "metrics.json").read_text())["test_accuracy"]
+    )
+    assert json.loads((copy / "tracking.json").read_text())["mlflow_run_id"] == copied_run["run_id"].iloc[0]
+    assert copied_run["run_id"].iloc[0] != runs(tmp_path, "paper", f"tags.cell_id = '{cell.id}'")["run_id"].iloc[0]
