@@ -32,7 +32,8 @@ from gridlab.models.classifier import AttentionClassifier, HierarchicalClassifie
 from gridlab.models.seq2seq import Seq2Seq, bleu, permute_within_mask
 
 ID = "attention_ablation"
-VERSION = 2  # 2: a HAN model's word-level attention is replaced too
+VERSION = 3  # 2: a HAN model's word-level attention is replaced too; 3: a translation cell trained with uniform
+# or random attention keeps it in its `learned` row (version 2 switched it to its untrained learned scores)
 SCHEMA = pa.schema(
     [
         ("mode", pa.string()),
@@ -136,21 +137,23 @@ def _translation_bleus(
     context: AnalysisContext, model: Seq2Seq, data: PreparedDataset, modes: list[str]
 ) -> dict[str, float]:
     """BLEU per mode, decoded greedily or by beam search (`beam_size`); the draws of random and permuted weights
-    follow seeds of the cell."""
+    follow seeds of the cell. `learned` is the model's own attention, as it was trained (a Train+Infer cell's
+    uniform or random weights), and `permute` shuffles those; the model gets its own mode back afterwards."""
     target_vocab = data.target_vocab
     if target_vocab is None:
         raise ValueError(f"cell {context.cell_id}: a translation model's dataset needs a target vocabulary")
+    own = model.attention.mode
     scores = {}
     for mode in modes:
         seed = instance_seed(context.cell_id, f"{ID}/{mode}", 0)
         generator = torch.Generator(device="cpu").manual_seed(seed)
         torch.manual_seed(seed)  # random mode draws from the global generator inside the model
-        model.attention.mode = mode if mode in ("uniform", "random") else "learned"
+        model.attention.mode = mode if mode in ("uniform", "random") else own
         model.alpha_override = (lambda a, m: permute_within_mask(a, m, generator)) if mode == "permute" else None
         try:
             scores[mode] = bleu(model, data.splits["test"], target_vocab, beam_size=context.params.beam_size)
         finally:
-            model.attention.mode, model.alpha_override = "learned", None
+            model.attention.mode, model.alpha_override = own, None
     return scores
 
 

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import torch
 
@@ -64,6 +65,30 @@ def test_a_model_that_ignores_attention_loses_nothing(trained):
 def test_same_rows_for_the_same_cell(trained):
     model, data = trained
     assert attention_ablation.run_model(context(model), data) == attention_ablation.run_model(context(model), data)
+
+
+@pytest.mark.slow
+def test_a_translation_cell_trained_with_uniform_attention_keeps_it_in_its_learned_row(data_dir: Path, tmp_path: Path):
+    """Vashishth's Train+Infer number is the `learned` row of a cell trained with uniform attention: the model as
+    it was trained, never its untrained learned scores; its own mode is given back. The references here are the
+    model's own uniform-attention translations, so the as-trained row scores 100 and any other weights less."""
+    data = load_dataset("multi30k", data_dir, tmp_path, DataConfig())
+    config = CellConfig(
+        dataset="multi30k", encoder="gru", architecture="seq2seq", attention_mode="uniform", model=SMALL
+    )
+    model = build_model(config, data).eval()
+    with torch.no_grad():
+        model.attention.context.weight.mul_(50.0)  # learned scores far from uniform, had they been used
+        model.output.weight.mul_(10.0)  # confident outputs: the weights decide what is emitted
+    test = data.splits["test"].slice(0, 24)
+    own = [data.target_vocab.decode(ids) for ids in model.greedy(next(iterate_batches(test, 24)))]
+    test = test.set_column(test.schema.get_field_index("target_tokens"), "target_tokens", pa.array(own))
+    data = dataclasses.replace(data, splits={**data.splits, "test": test})
+    rows = attention_ablation.run_model(context(model, modes=("uniform", "permute")), data)
+    assert rows["value"] == pytest.approx([100.0] * 3)  # permuting equal weights changes nothing either
+    assert model.attention.mode == "uniform" and model.alpha_override is None
+    model.attention.mode = "learned"
+    assert attention_ablation.run_model(context(model, modes=("uniform",)), data)["value"][0] < 99.0
 
 
 @pytest.mark.slow

@@ -24,17 +24,27 @@ pytestmark = pytest.mark.slow
 SLOW_SHARD = {"permutation": {"n": 20000}}  # a few seconds per shard: time to kill its actor mid-way
 
 
+def descends_from_this_test(pid: int) -> bool:
+    """Whether the process was started (through Ray's raylet) by this test's own Ray: another Ray on the
+    machine, a grid running beside the tests, has analysis actors too, and they are not this test's to kill."""
+    while pid > 1:
+        if pid == os.getpid():
+            return True
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # the parent's pid
+    return False
+
+
 def running_shard_pid(deadline: float) -> int:
-    """The pid of an analysis actor while it runs a shard (Ray titles the process after the running method)."""
+    """The pid of this test's analysis actor while it runs a shard (Ray titles the process after the method)."""
     while time.monotonic() < deadline:
         for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
             try:
-                if b"AnalysisActor.run" in cmdline.read_bytes():
+                if b"AnalysisActor.run" in cmdline.read_bytes() and descends_from_this_test(int(cmdline.parent.name)):
                     return int(cmdline.parent.name)
             except OSError:  # the process ended while we looked
                 continue
         time.sleep(0.05)
-    raise AssertionError("no analysis actor started a shard")
+    raise AssertionError("no analysis actor of this test started a shard")
 
 
 def alive(pid: int) -> bool:
