@@ -165,7 +165,7 @@ def _print_counts(expanded: ExpandedGrid, states: dict[str, str], calibrated: bo
     echo(f"cells: {len(cells) - len(untrained)} trained, {len(untrained)} to train{datasets}{retried}")
     elsewhere = [folder for c in untrained if (folder := trained_elsewhere(expanded.results, spec.name, c.id))]
     if elsewhere:
-        grids = sorted({folder.path.parent.parent.name for folder in elsewhere})
+        grids = sorted({folder.grid for folder in elsewhere})
         echo(f"  {len(elsewhere)} of them trained by {', '.join(grids)} in this results folder: a launch copies them")
     if expanded.collapsed:
         echo(f"  {expanded.collapsed} combinations resolved to a cell already listed and were collapsed")
@@ -189,7 +189,7 @@ def _print_counts(expanded: ExpandedGrid, states: dict[str, str], calibrated: bo
     from gridlab.execution.estimate import calibrate, estimate  # reads the plan's jobs: torch, as above
 
     calibration = calibrate(expanded, states) if calibrated else None
-    left = estimate(expanded, states, calibration)
+    left = estimate(expanded, states, calibration, copied={folder.path.name for folder in elsewhere})
     where = f"the pace measured in {expanded.results_dir}/"
     if calibration is not None and calibration.kinds:
         where += f" and calibrated just now on {counted(calibration.kinds, 'kind')} of cell"

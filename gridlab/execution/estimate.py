@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -96,7 +96,14 @@ class Calibration:
     kinds: int
 
 
-def estimate(grid: ExpandedGrid, states: Mapping[str, str], calibration: Calibration | None = None) -> Estimate:
+def estimate(
+    grid: ExpandedGrid,
+    states: Mapping[str, str],
+    calibration: Calibration | None = None,
+    copied: Collection[str] = (),
+) -> Estimate:
+    """What is left, at the pace measured so far. `copied`: cells a launch copies from another grid of the
+    results folder (`trained_elsewhere`): analysed here, not trained."""
     by_id = {c.id: c for c in grid.cells}
     epochs = {c: statistics.median(s) for c, s in epoch_seconds(grid.workspace).items() if c in by_id and s}
     shards = {c: s / n for c, (n, s) in shard_seconds(grid.workspace).items() if c in by_id and n}
@@ -105,7 +112,7 @@ def estimate(grid: ExpandedGrid, states: Mapping[str, str], calibration: Calibra
         shards = {**calibration.instance_seconds, **shards}
     train_seconds, train_cells, train_unknown = 0.0, 0, 0
     for cell in grid.cells:
-        if states[cell.id] == "trained":
+        if states[cell.id] == "trained" or cell.id in copied:
             continue
         per_epoch = _like(cell, epochs, by_id)
         if per_epoch is None:

@@ -178,7 +178,7 @@ def adopt_trained(
         tracking = {"mlflow_run_id": tracker.run_id(cell.id), "tracking_uri": tracker.tracking_uri}
         folder = store.publish(cell.id, sources[cell.id].path, {CellFiles.TRACKING: tracking})
         tracker.finish_cell(cell.id, final_metrics(folder.read(CellFiles.METRICS)), folder.path)
-        emit(f"{cell.id}: trained by grid {sources[cell.id].path.parent.parent.name}, copied (same config and seed)")
+        emit(f"{cell.id}: trained by grid {sources[cell.id].grid}, copied (same config and seed)")
     tracker.end_launch(key, len(sources), 0)
     return [c for c in pending if c.id not in sources]
 

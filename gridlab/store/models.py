@@ -66,7 +66,12 @@ def write_trained(
 
 @dataclass(frozen=True)
 class CellFolder:
-    path: Path
+    path: Path  # results_dir/<grid>/models/<cell id>
+
+    @property
+    def grid(self) -> str:
+        """The name of the grid whose store holds this cell."""
+        return self.path.parent.parent.name
 
     @property
     def checkpoint(self) -> Path:
