@@ -26,7 +26,14 @@ from ray.exceptions import RayActorError, RayError
 
 from gridlab.analyses.base import Analysis
 from gridlab.analyses.registry import BUILT_IN, IMPLEMENTATIONS
-from gridlab.execution.plan import ShardJob, check_part_params, check_shard_order, not_implemented, plan_jobs
+from gridlab.execution.plan import (
+    ShardJob,
+    check_part_params,
+    check_part_shards,
+    check_shard_order,
+    not_implemented,
+    plan_jobs,
+)
 from gridlab.execution.progress import Status
 from gridlab.execution.runner import ShardOutcome, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
@@ -83,6 +90,7 @@ class AnalysisDispatcher:
     ):
         check_shard_order(grid.workspace)
         check_part_params(grid, only)
+        check_part_shards(grid, only)
         self.grid = grid
         self.emit = emit
         self.show = status  # a live row for the analyses (a terminal), else None: a line per shard

@@ -10,7 +10,8 @@ negative reviews first, and its first 1000 rows are one class. They are cut in l
 padded work; the rows keep their test-set `instance_id`. A workspace whose parts were cut another way (an
 earlier gridlab: the split's head, in file order) is refused (`check_shard_order`): mixing two layouts would
 analyse some instances twice and others never. So are parts computed with other analysis parameters than the
-grid now gives (`check_part_params`): a relaunch skips existing parts, whatever they were computed with.
+grid now gives (`check_part_params`), or cut from another sample than its `instances` and `shard_size` now give
+(`check_part_shards`): a relaunch skips existing parts, whatever they were computed with.
 
     >>> jobs, existing = plan_jobs(expanded)                   # every trained cell
     >>> jobs, _ = plan_jobs(expanded, cell_ids={"1ae91328ef63"})  # one model that just finished training
@@ -26,25 +27,17 @@ from gridlab.analyses.seed_variance import seed_peers
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.errors import BadInput, GridlabError
 from gridlab.grid.expand import Cell, ExpandedGrid
-from gridlab.results.parts import part_params
+from gridlab.results.parts import part_params, part_shard
+from gridlab.results.shards import Shard, plan_shards, rows_in_test_split
 from gridlab.store.atomic import write_json
-from gridlab.store.layout import CellFiles, GridWorkspace
+from gridlab.store.layout import GridWorkspace
 from gridlab.store.models import ModelStore
 
-SPLIT = "test"
 SHARD_ORDER = {
     "rows": "a fixed random sample of `instances` test rows (batching.sample_rows), all when there are fewer",
     "order": "length",
     "ties": "test-set position",
 }
-
-
-@dataclass(frozen=True)
-class Shard:
-    index: int
-    start: int  # first position (inclusive) in the length order of the analysed test rows
-    stop: int  # last position (exclusive)
-    population: int  # how many test rows are analysed in all (`instances`, at most the split's rows)
 
 
 @dataclass(frozen=True)
@@ -59,17 +52,6 @@ class ShardJob:
     def keys(self) -> set[tuple[str, int, str]]:
         """(cell, shard, analysis) of every part this job writes."""
         return {(self.cell_id, self.shard.index, a) for a in self.analyses}
-
-
-def plan_shards(test_rows: int, instances: int | None, shard_size: int) -> list[Shard]:
-    total = test_rows if instances is None else min(instances, test_rows)
-    starts = range(0, total, shard_size)
-    return [Shard(i, start, min(start + shard_size, total), total) for i, start in enumerate(starts)]
-
-
-def rows_in_test_split(workspace: GridWorkspace, cell_id: str) -> int:
-    """Rows of the cell's test split, as recorded when it was trained."""
-    return ModelStore(workspace.models).cell(cell_id).read(CellFiles.DATA)["rows"][SPLIT]
 
 
 def plan_jobs(
@@ -160,6 +142,32 @@ def check_part_params(grid: ExpandedGrid, only: list[str] | None = None) -> None
                     f"{grid.file}: analyses.{analysis}: the parts in {folder} were computed with {computed} "
                     f"(e.g. {path.parent.name}), the grid now gives {wanted}; restore those parameters, or move "
                     "that folder aside (trained models are kept) and relaunch to recompute"
+                )
+
+
+def check_part_shards(grid: ExpandedGrid, only: list[str] | None = None) -> None:
+    """Refuse per-instance parts cut from another sample than the grid's `instances` and `shard_size` now give
+    (another grid sharing the results folder, or an edited grid): a relaunch would add the missing shards of
+    the new cut beside them, analysing some instances twice and others never. Parts written before parts
+    recorded their shard are not compared."""
+    store = ModelStore(grid.workspace.models)
+    for cell in grid.cells:
+        analyses = [a for a in _applicable(grid, cell, only) if ANALYSES[a].scope != "model"]
+        if not analyses or store.cell(cell.id).state() != "trained":
+            continue
+        planned = plan_shards(rows_in_test_split(grid.workspace, cell.id), grid.spec.instances, grid.spec.shard_size)
+        cuts = {s.index: {"start": s.start, "stop": s.stop, "population": s.population} for s in planned}
+        for analysis in analyses:
+            for path in grid.workspace.parts_of(analysis, {cell.id}):
+                recorded = part_shard(path)
+                if recorded is None or recorded == cuts.get(int(path.stem.removeprefix("part-"))):
+                    continue
+                population = planned[0].population if planned else 0
+                raise BadInput(
+                    f"{grid.file}: instances: {path} holds test instances {recorded['start']}-{recorded['stop']} "
+                    f"of a sample of {recorded['population']}; the grid now cuts {population} in shards of "
+                    f"{grid.spec.shard_size}; set `instances` and `shard_size` as they were, or move "
+                    f"{path.parent} aside (trained models are kept) and relaunch to recompute"
                 )
 
 

@@ -28,12 +28,13 @@ from gridlab.config.schema import CellConfig
 from gridlab.data.batching import Batch, analysis_order, iterate_batches, sample_rows, sequence_lengths
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.errors import GridlabError
-from gridlab.execution.plan import SPLIT, ShardJob, mark_shard_order
+from gridlab.execution.plan import ShardJob, mark_shard_order
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.models.seq2seq import Seq2Seq
 from gridlab.results.parts import common_columns, model_common_columns, rows_table, with_params, write_part
+from gridlab.results.shards import SPLIT
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
 from gridlab.store.remote import bring_down
@@ -163,7 +164,9 @@ class ShardRunner:
         specific = {f.name: np.concatenate([b[f.name] for b in batches]).tolist() for f in analysis.schema}
         columns = common_columns(job.grid, job.cell_id, config, SPLIT, analysis.version, **joined)
         path = self.workspace.part(analysis.info.id, job.cell_id, job.shard.index)
-        write_part(path, with_params(rows_table(columns, specific, analysis.schema), job.analyses[analysis.info.id]))
+        shard = {"start": job.shard.start, "stop": job.shard.stop, "population": job.shard.population}
+        table = rows_table(columns, specific, analysis.schema)
+        write_part(path, with_params(table, job.analyses[analysis.info.id], shard))
         return path
 
     def load(self, cell_id: str) -> LoadedCell:

@@ -25,6 +25,7 @@ from gridlab.report.inputs import ReportInputs
 from gridlab.report.render import SectionResult, render_report
 from gridlab.report.sections import Section
 from gridlab.report.sections.registry import load_sections
+from gridlab.text import counted
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,11 @@ def analysis_missing(analysis_id: str, inputs: ReportInputs) -> str:
 def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
     absent = [a for a in section.analyses if inputs.rows(a) is None]
     lines = [analysis_missing(a, inputs) for a in absent]
+    lines += [
+        f"{a}: {counted(len(cells), 'cell')} left out until all their shards are written ({', '.join(cells)})"
+        for a in section.analyses
+        if (cells := inputs.partial(a))
+    ]
     if section.analyses and len(absent) == len(section.analyses):
         return SectionResult(section.id, section.title, [], lines, rendered=False)
     output = section.build(inputs)

@@ -15,7 +15,7 @@ settings (named in `detail`), and `sensitivity` puts each number's values under 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,7 @@ class FidelityResult:
     frame: pd.DataFrame  # COLUMNS + the keys that name each number (model axes, pred, variant, setting)
     sensitivity: pd.DataFrame  # axis, value, then the frame's columns; empty without a setting axis
     axes: list[str]  # the setting axes broken out in `sensitivity` (pooled in `frame`)
+    partial: dict[str, list[str]] = field(default_factory=dict)  # analysis -> cells left out, partly analysed
 
     @property
     def rules(self) -> list[Tolerance]:
@@ -126,9 +127,9 @@ def fidelity(inputs: ReportInputs, entries: list[Ablation] | None = None) -> Fid
     """The fidelity table of a grid, and its break-out by every setting axis with two or more values."""
     entries = load_ablations() if entries is None else entries
     axes = inputs.setting_axes
-    return FidelityResult(
-        inputs.name, str(inputs.grid.file), per_setting_frame(inputs, entries), sensitivity_frame(inputs, entries), axes
-    )
+    frame, sensitivity = per_setting_frame(inputs, entries), sensitivity_frame(inputs, entries)
+    partial = {a: cells for a in inputs.grid.analyses if (cells := inputs.partial(a))}
+    return FidelityResult(inputs.name, str(inputs.grid.file), frame, sensitivity, axes, partial)
 
 
 def per_setting_frame(inputs: ReportInputs, entries: list[Ablation]) -> pd.DataFrame:

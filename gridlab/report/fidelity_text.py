@@ -15,6 +15,7 @@ from gridlab.report.fidelity import NOT_RUN, OUTSIDE, UNDEFINED, WITHIN, Fidelit
 from gridlab.report.render import SectionResult, markdown_table
 from gridlab.report.stats import plus_minus
 from gridlab.report.tolerances import TOLERANCES, Tolerance, rule_for
+from gridlab.text import counted
 
 SECTION_ID = "fidelity"
 TITLE = "Fidelity: our numbers against the papers'"
@@ -68,7 +69,17 @@ def summary(result: FidelityResult) -> str:
     parts.append(f"{counts[NOT_RUN]} not run")
     if counts[UNDEFINED]:
         parts.append(f"{counts[UNDEFINED]} undefined (rows, but no value)")
-    return f"{len(frame)} published numbers: " + ", ".join(parts) + "."
+    return f"{len(frame)} published numbers: " + ", ".join(parts) + "." + partial_text(result.partial)
+
+
+def partial_text(partial: dict[str, list[str]]) -> str:
+    """' Left out until their shards are all written: sparsity_importance of 3 cells (...).' or ''."""
+    if not partial:
+        return ""
+    listed = "; ".join(
+        f"{analysis} of {counted(len(cells), 'cell')} ({', '.join(cells)})" for analysis, cells in partial.items()
+    )
+    return f" Left out until their shards are all written (a launch in flight): {listed}."
 
 
 def caption(result: FidelityResult) -> str:

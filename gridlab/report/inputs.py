@@ -5,6 +5,10 @@ test metrics. Sections get this object and never touch the file layout themselve
     >>> rows = inputs.rows("permutation")        # every part of every cell, or None when not run
     >>> inputs.configs                           # every cell of the grid, trained or not: what it aims at
     >>> inputs.restrict(ids)                     # the same grid with only these cells (rows already read kept)
+    >>> inputs.partial("sparsity_importance")    # cells left out of its rows: some of their parts not written yet
+
+A cell whose analysis has only some of its parts (a launch in flight) is left out of that analysis's rows: its
+number would be a mean over part of its test sample, beside cells measured on all of it.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from typing import Any
 
 import pandas as pd
 
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.grid.paths import get_path
 from gridlab.results.parts import AXES
-from gridlab.store.layout import CellFiles
+from gridlab.results.shards import parts_expected
+from gridlab.store.layout import CellFiles, cell_of
 from gridlab.store.models import ModelStore
 
 
@@ -30,6 +36,7 @@ from gridlab.store.models import ModelStore
 class ReportInputs:
     grid: ExpandedGrid
     _rows: dict[str, pd.DataFrame | None] = field(default_factory=dict)
+    _partial: dict[str, list[str]] = field(default_factory=dict)  # analysis -> cells left out, partly written
 
     @classmethod
     def load(cls, grid: ExpandedGrid) -> ReportInputs:
@@ -51,13 +58,37 @@ class ReportInputs:
         """All rows of one analysis for the grid's cells (hive partition column `cell` dropped), or None when
         none were written. Only the grid's cells count: a grid restricted with --where reports on its own."""
         if analysis_id not in self._rows:
-            parts = self.grid.workspace.parts_of(analysis_id, {c.id for c in self.grid.cells})
+            parts, self._partial[analysis_id] = self._complete_parts(analysis_id)
             frame = None
             if parts:
                 frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
                 frame = self._with_settings(frame.drop(columns=["cell"], errors="ignore"))
             self._rows[analysis_id] = frame
         return self._rows[analysis_id]
+
+    def partial(self, analysis_id: str) -> list[str]:
+        """The grid's cells with some but not all parts of this analysis written, left out of `rows`."""
+        self.rows(analysis_id)
+        return self._partial.get(analysis_id, [])
+
+    def _complete_parts(self, analysis_id: str) -> tuple[list[Path], list[str]]:
+        """The parts of the cells whose analysis is complete, and the cells with only some of theirs."""
+        by_cell: dict[str, list[Path]] = {}
+        for path in self.grid.workspace.parts_of(analysis_id, {c.id for c in self.grid.cells}):
+            by_cell.setdefault(cell_of(path.parent), []).append(path)
+        per_model = ANALYSES[analysis_id].scope == "model"
+        spec = self.grid.spec
+        complete, partial = [], []
+        for cell_id, paths in sorted(by_cell.items()):
+            try:
+                expected = parts_expected(self.grid.workspace, cell_id, per_model, spec.instances, spec.shard_size)
+            except FileNotFoundError:  # its model folder is gone: nothing says how many parts it had
+                expected = len(paths)
+            if len(paths) < expected:
+                partial.append(cell_id)
+            else:
+                complete += paths
+        return complete, partial
 
     @cached_property
     def summary(self) -> pd.DataFrame | None:
@@ -127,7 +158,8 @@ class ReportInputs:
             a: None if f is None or not f["cell_id"].isin(keep).any() else f[f["cell_id"].isin(keep)]
             for a, f in self._rows.items()
         }
-        return ReportInputs(grid, rows)
+        partial = {a: [c for c in cells if c in keep] for a, cells in self._partial.items()}
+        return ReportInputs(grid, rows, partial)
 
 
 def setting_text(value: Any) -> str:

@@ -123,6 +123,7 @@ def read_parts(paths: list[Path], schema: pa.Schema) -> pd.DataFrame:
 
 
 PARAMS_KEY = b"gridlab.params"  # a part's schema metadata: the analysis parameters its rows were computed with
+SHARD_KEY = b"gridlab.shard"  # and for a per-instance part, the test instances its shard covers
 
 
 def write_part(path: Path, table: pa.Table) -> None:
@@ -130,16 +131,25 @@ def write_part(path: Path, table: pa.Table) -> None:
         pq.write_table(table, partial)
 
 
-def with_params(table: pa.Table, params: Mapping[str, object]) -> pa.Table:
-    """A part's rows with the analysis parameters they were computed with (JSON) in the schema metadata."""
-    return table.replace_schema_metadata(
-        {**(table.schema.metadata or {}), PARAMS_KEY: json.dumps(params, sort_keys=True).encode()}
-    )
+def with_params(table: pa.Table, params: Mapping[str, object], shard: Mapping[str, int] | None = None) -> pa.Table:
+    """A part's rows with the analysis parameters they were computed with (JSON) in the schema metadata, and
+    for a per-instance part which test instances its shard covers (`start`, `stop` of `population`)."""
+    metadata = {**(table.schema.metadata or {}), PARAMS_KEY: json.dumps(params, sort_keys=True).encode()}
+    if shard is not None:
+        metadata[SHARD_KEY] = json.dumps(dict(shard), sort_keys=True).encode()
+    return table.replace_schema_metadata(metadata)
 
 
 def part_params(path: Path) -> dict | None:
     """The analysis parameters a part was computed with; None for a part written before parts recorded them."""
     raw = (pq.read_schema(path).metadata or {}).get(PARAMS_KEY)
+    return None if raw is None else json.loads(raw)
+
+
+def part_shard(path: Path) -> dict | None:
+    """The shard a per-instance part covers ({start, stop, population}); None for a per-model part, or one
+    written before parts recorded it."""
+    raw = (pq.read_schema(path).metadata or {}).get(SHARD_KEY)
     return None if raw is None else json.loads(raw)
 
 

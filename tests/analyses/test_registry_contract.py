@@ -25,10 +25,11 @@ from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.execution.plan import Shard, ShardJob, plan_shards
+from gridlab.execution.plan import ShardJob
 from gridlab.execution.runner import ShardRunner
 from gridlab.models.factory import build_model
 from gridlab.results.parts import COMMON_SCHEMA
+from gridlab.results.shards import Shard, plan_shards
 
 LN2 = math.log(2)
 INSTANCES = 30

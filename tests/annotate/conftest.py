@@ -13,11 +13,12 @@ import yaml
 
 from gridlab.data.batching import iterate_batches
 from gridlab.data.prepare import PreparedDataset, load_dataset
-from gridlab.execution.plan import Shard, ShardJob
+from gridlab.execution.plan import ShardJob
 from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import Cell, ExpandedGrid, expand
 from gridlab.grid.load import load_grid_file
 from gridlab.models.factory import build_model
+from gridlab.results.shards import Shard
 from gridlab.store.models import ModelStore, data_reference
 
 GRID = {

@@ -1,8 +1,10 @@
-"""A part records the analysis parameters its rows were computed with, and a relaunch whose grid gives other
-parameters is refused (exit 2) rather than skipping the old parts as if they were the new parameters' rows."""
+"""A part records the analysis parameters its rows were computed with and the test instances its shard covers,
+and a relaunch whose grid gives other parameters, or cuts other shards, is refused (exit 2) rather than skipping
+the old parts as if they were the new grid's rows."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,10 +13,10 @@ from typer.testing import CliRunner
 
 from gridlab.cli import app
 from gridlab.errors import BadInput
-from gridlab.execution.plan import check_part_params
+from gridlab.execution.plan import check_part_params, check_part_shards
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
-from gridlab.results.parts import part_params, with_params, write_part
+from gridlab.results.parts import part_params, part_shard, with_params, write_part
 from tests.execution.conftest import write_grid
 
 SETTINGS = dict(grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]}, instances=32, shard_size=32)
@@ -63,6 +65,27 @@ def test_a_parameter_a_part_does_not_record_counts_as_its_default(tmp_path: Path
         check_part_params(grid_of({"modes": ["uniform"], "beam_size": 5}))
 
 
+def test_parts_cut_from_another_sample_are_refused(tmp_path: Path):
+    """Another `instances` (a grid of the same name, or an edited one) cuts other test instances into shards:
+    its parts must not stand beside the new cut's."""
+    _, grid = grid_with(tmp_path, 5)  # instances 32 in shards of 32
+    [cell] = grid.cells
+    folder = grid.workspace.models / cell.id
+    folder.mkdir(parents=True)
+    for name, content in (("metrics.json", {}), ("model.pt", {}), ("data.json", {"rows": {"test": 100}})):
+        (folder / name).write_text(json.dumps(content))
+    part = grid.workspace.part("permutation", cell.id, 0)
+    write_part(part, with_params(pa.table({"x": [1]}), {"n": 5}, {"start": 0, "stop": 32, "population": 32}))
+    check_part_shards(grid)  # the same cut
+    assert part_shard(part) == {"start": 0, "stop": 32, "population": 32}
+
+    path = write_grid(tmp_path, analyses={"permutation": {"n": 5}}, **{**SETTINGS, "instances": 64})
+    wider = expand(load_grid_file(path), str(path), check_data=False)
+    with pytest.raises(BadInput, match=r"holds test instances 0-32 of a sample of 32; the grid now cuts 64 in shards"):
+        check_part_shards(wider)
+    check_part_shards(wider, only=["importance_correlation"])  # the other analyses' parts are not its concern
+
+
 @pytest.mark.slow
 def test_a_relaunch_with_other_parameters_exits_2_and_keeps_the_parts(
     tmp_path: Path, data_dir: Path, monkeypatch, local_ray
@@ -73,6 +96,7 @@ def test_a_relaunch_with_other_parameters_exits_2_and_keeps_the_parts(
     assert first.exit_code == 0, first.output
     [part] = grid.workspace.parts_of("permutation")
     assert part_params(part) == {"n": 5}
+    assert part_shard(part) == {"start": 0, "stop": 32, "population": 32}
     written = part.stat().st_mtime_ns
 
     path, _ = grid_with(tmp_path, 7)

@@ -16,9 +16,10 @@ from gridlab.data.batching import sample_rows
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
-from gridlab.execution.plan import Shard, ShardJob
+from gridlab.execution.plan import ShardJob
 from gridlab.execution.runner import ShardRunner
 from gridlab.models.factory import build_model
+from gridlab.results.shards import Shard
 
 FAST = {"permutation": {"n": 8}, "erasure_multi": {"exact_max_len": 6}, "adversarial": {"k": 2, "steps": 10}}
 INSTANCES = 8

@@ -16,8 +16,9 @@ from gridlab.data.batching import analysis_order, sample_rows, sequence_lengths
 from gridlab.data.prepare import load_dataset
 from gridlab.errors import GridlabError
 from gridlab.execution.actors import shard_cost
-from gridlab.execution.plan import SPLIT, Shard, ShardJob, check_shard_order, mark_shard_order, plan_shards
+from gridlab.execution.plan import ShardJob, check_shard_order, mark_shard_order
 from gridlab.execution.runner import ShardOutcome, ShardRunner
+from gridlab.results.shards import SPLIT, Shard, plan_shards
 from gridlab.store.layout import GridWorkspace
 from tests.analyses.test_registry_contract import INSTANCES, trained_store  # noqa: F401  (a module fixture)
 

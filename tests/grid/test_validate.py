@@ -13,6 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.cli import app
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
@@ -292,6 +293,25 @@ def test_shipped_grids_that_share_a_results_folder_give_shared_cells_the_same_an
                 first = seen.setdefault((grid.spec.name, cell.id, analysis), (path.name, wanted))
                 if first[1] != wanted:
                     clashes.append(f"{path.name} and {first[0]}: {analysis} of {cell.id}")
+    assert not clashes, clashes
+
+
+def test_shipped_grids_that_share_a_results_folder_cut_shared_cells_the_same_way():
+    """A launch refuses parts cut from another sample (`check_part_shards`): two shipped grids of one name must
+    not analyse a cell they both hold on different `instances` or `shard_size`."""
+    seen: dict[tuple[str, str], tuple[str, tuple]] = {}  # (name, cell id) -> (file, (instances, shard_size))
+    clashes = []
+    for path in sorted((REPO / "grids").rglob("*.yaml")):
+        grid = expand(load_grid_file(path), str(path), check_data=False)
+        cut = (grid.spec.instances, grid.spec.shard_size)
+        for cell in grid.cells:
+            if not any(
+                ANALYSES[a].scope != "model" and ANALYSES[a].applies(cell.config.model_dump()) for a in grid.analyses
+            ):
+                continue
+            first = seen.setdefault((grid.spec.name, cell.id), (path.name, cut))
+            if first[1] != cut:
+                clashes.append(f"{path.name} {cut} and {first[0]} {first[1]}: {cell.id}")
     assert not clashes, clashes
 
 

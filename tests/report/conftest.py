@@ -39,6 +39,9 @@ class FakeInputs:
     def requested(self, analysis_id: str) -> bool:
         return analysis_id in self.frames or analysis_id in self.analyses
 
+    def partial(self, analysis_id: str) -> list[str]:
+        return []  # hand-made rows are whole
+
     @property
     def grid(self) -> SimpleNamespace:
         return SimpleNamespace(analyses=self.analyses, file="grid.yaml", cells=[])
@@ -83,23 +86,27 @@ class SyntheticGrid:
         """The grid's cells whose config has these values (e.g. dataset="sst", seed=0)."""
         return [c for c in self.expanded.cells if all(getattr(c.config, k) == v for k, v in where.items())]
 
-    def write_rows(self, analysis: str, cell, records: list[dict]) -> None:
-        """One Parquet part of `analysis` for `cell`: the cell's common columns, then each record."""
+    def write_rows(self, analysis: str, cell, records: list[dict], shard: int = 0) -> None:
+        """One Parquet part of `analysis` for `cell` (shard 0 unless told): the cell's common columns, then each
+        record."""
         from gridlab.results.parts import AXES
 
         common = {"cell_id": cell.id, **{axis: getattr(cell.config, axis) for axis in AXES}}
         frame = pd.DataFrame.from_records([{**common, **record} for record in records])
         frame["projection_lambda"] = frame["projection_lambda"].astype(float)
-        path = self.expanded.workspace.part(analysis, cell.id, 0)
+        path = self.expanded.workspace.part(analysis, cell.id, shard)
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_parquet(path)
 
-    def write_trained(self, cell, **metrics: float) -> None:
-        """The cell's model folder as a finished trial leaves it (metrics.json + a stand-in model.pt)."""
+    def write_trained(self, cell, test_rows: int | None = None, **metrics: float) -> None:
+        """The cell's model folder as a finished trial leaves it (metrics.json + a stand-in model.pt; with
+        `test_rows`, data.json's row count of the test split, which says how many shards its analyses have)."""
         folder = self.expanded.results_dir / "models" / cell.id
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "metrics.json").write_text(json.dumps({"final": True, **metrics}))
         (folder / "model.pt").write_bytes(b"")
+        if test_rows is not None:
+            (folder / "data.json").write_text(json.dumps({"rows": {"test": test_rows}}))
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 
 from gridlab.report.ablations import NO_ABLATION, Ablation
 from gridlab.report.fidelity import NOT_RUN, OUTSIDE, UNDEFINED, WITHIN, fidelity, out_of_reach, verdict_for
+from gridlab.report.fidelity_text import summary
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.reruns import KEYS as RERUN_KEYS
 from gridlab.report.reruns import reruns
@@ -110,6 +111,33 @@ def test_verdicts_inside_outside_not_run_and_undefined(jw):
     imdb = frame[frame["dataset"] == "imdb"]
     assert (imdb["verdict"] == NOT_RUN).all() and imdb["ours"].isna().all()
     assert imdb["published"].notna().all() and imdb["tolerance"].notna().all()
+
+
+def test_a_cell_with_some_of_its_shards_written_is_left_out_until_complete(synthetic_grid):
+    # 10 analysed instances in shards of 5: seed 0 has both parts, seed 1 only its first (a launch in flight)
+    grid = synthetic_grid(
+        {
+            **JW_GRID,
+            "grid": {**JW_GRID["grid"], "dataset": ["sst"]},
+            "instances": 10,
+            "shard_size": 5,
+            "analysis_batch_size": 5,
+        }
+    )
+    rows = {seed: jw_rows(seed) for seed in (0, 1)}
+    for cell in grid.cells():
+        grid.write_trained(cell, test_rows=1725, test_accuracy=0.8)
+        grid.write_rows("importance_correlation", cell, rows[cell.config.seed][:5], shard=0)
+    complete, partial = grid.cells(seed=0)[0], grid.cells(seed=1)[0]
+    grid.write_rows("importance_correlation", complete, rows[0][5:], shard=1)
+    inputs = ReportInputs.load(grid.expanded)
+    assert set(inputs.rows("importance_correlation")["cell_id"]) == {complete.id}
+    assert inputs.partial("importance_correlation") == [partial.id]
+    result = fidelity(inputs, entries=[])
+    tau = row(result.frame, "sst", "tau_g", "class 0")
+    assert tau["n_seeds"] == 1 and tau["ours"] == pytest.approx(0.40)  # seed 0's alone, not seed 1's first half
+    assert f"importance_correlation of 1 cell ({partial.id})" in summary(result)
+    assert inputs.restrict([complete.id]).partial("importance_correlation") == []
 
 
 def test_the_original_codes_rerun_widens_what_counts_as_within():

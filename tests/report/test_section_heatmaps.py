@@ -24,12 +24,13 @@ from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.execution.plan import Shard, ShardJob
+from gridlab.execution.plan import ShardJob
 from gridlab.execution.runner import ShardRunner
 from gridlab.models.factory import build_model
 from gridlab.report.artifacts import Fragment
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.sections import heatmaps
+from gridlab.results.shards import Shard
 from gridlab.store.layout import GridWorkspace, Results
 
 N = 24
@@ -75,7 +76,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, publish_model) -> SimpleName
 def inputs_for(store: SimpleNamespace, analyses: dict) -> ReportInputs:
     grid = SimpleNamespace(
         file="g.yaml",
-        spec=SimpleNamespace(name="g", results_dir=store.results),
+        spec=SimpleNamespace(name="g", results_dir=store.results, instances=None, shard_size=N),
         results_dir=store.grid_results,
         results=Results(store.results),
         workspace=GridWorkspace(store.grid_results),
