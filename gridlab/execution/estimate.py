@@ -153,9 +153,15 @@ def _instances_left(grid: ExpandedGrid, states: Mapping[str, str]) -> dict[str, 
         if any(ANALYSES[a].scope != "model" for a in job.analyses):  # per-model work is not timed by instance
             left[job.cell_id] = left.get(job.cell_id, 0) + job.shard.stop - job.shard.start
     for cell in grid.cells:
-        if states[cell.id] != "trained" and grid.spec.instances:
+        if states[cell.id] != "trained" and grid.spec.instances and _per_instance(grid, cell):
             left[cell.id] = grid.spec.instances
     return left
+
+
+def _per_instance(grid: ExpandedGrid, cell: Cell) -> bool:
+    """Whether any of the grid's analyses that apply to the cell is timed by instance (not per model)."""
+    config = cell.config.model_dump()
+    return any(ANALYSES[a].scope != "model" and ANALYSES[a].applies(config) for a in grid.analyses)
 
 
 CALIBRATION_BATCHES = 4  # timed training batches per kind of cell, after one to warm up

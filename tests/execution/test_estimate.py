@@ -39,6 +39,20 @@ def test_a_cell_to_train_costs_its_epochs_at_its_likes_pace(tmp_path: Path):
     assert estimate(grid, states, copied=synthetic) == Estimate(120.0, 1, 0, 0.0, 0, 0)
 
 
+def test_a_cell_whose_analyses_are_all_per_model_has_no_test_instances_to_time(tmp_path: Path):
+    spec = {
+        "name": "g",
+        "results_dir": str(tmp_path / "runs"),
+        "grid": {"dataset": ["sst"], "encoder": ["lstm"], "seed": [0]},
+        "analyses": {"adversarial_model": {}},
+        "instances": 500,
+    }
+    (tmp_path / "g.yaml").write_text(yaml.safe_dump(spec))
+    grid = expand(load_grid_file(tmp_path / "g.yaml"), str(tmp_path / "g.yaml"), check_data=False)
+    left = estimate(grid, {c.id: "pending" for c in grid.cells})
+    assert (left.analysis_instances, left.analysis_unknown) == (0, 0)  # its work is one adversary per model
+
+
 def test_plan_calibrates_what_nothing_measured_on_request(tmp_path: Path, data_dir: Path, monkeypatch):
     from typer.testing import CliRunner
 
