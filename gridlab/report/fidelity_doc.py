@@ -160,6 +160,7 @@ def wall_time_frame(grids: list[ExpandedGrid], times: list[tuple[WallTime, str |
     return pd.DataFrame(
         {
             "grid": [g.spec.name for g in grids],
+            "file": [str(g.file) for g in grids],
             "measured": [on or "here" for _, on in times],
             "cells": [len(g.cells) for g in grids],
             "launches": [t.launches for t, _ in times],
@@ -235,7 +236,9 @@ def fidelity_document(
         "Launch wall time: from the grid's launch log (a start and an end line for every `gridlab launch`; "
         "training and analyses together, trials in parallel). Trial time: Ray Tune's `time_this_iter_s` summed "
         "over every epoch of every trial (its result log in the launch's Tune experiment), so it exceeds the wall "
-        "time when trials run side by side. Analysis shards are not timed one by one; their time is inside the "
+        "time when trials run side by side. Grids of one name share a results folder, its launch log and its "
+        "trials: their rows are the folder's, every launch and trial of any of them (a cell copied from another "
+        "grid counts where it was trained). Analysis shards are not timed one by one; their time is inside the "
         "launch's. Where these files live: gridlab/store/layout.py.",
     ]
     return FidelityDocument("\n".join(parts).rstrip() + "\n", record.updated(results, times, today))

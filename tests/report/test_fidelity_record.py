@@ -123,7 +123,7 @@ def test_the_wall_time_is_carried_with_its_date(jw, tmp_path: Path):
     frame.to_csv(walls, index=False)
     text = regenerate(jw, out)
     assert "Wall time: 2 launches, 2m05s wall; 3 trials, 24 epochs, 3m20s of trial time (measured 2026-01-02" in text
-    assert "| fidelity-jw | 2026-01-02 |" in text
+    assert f"| fidelity-jw | {jw.path} | 2026-01-02 |" in text
 
 
 def test_a_partial_rerun_keeps_the_fuller_wall_time_of_the_record():
