@@ -91,6 +91,11 @@ def plan(
     expanded = load(grid, where, check_data=False)  # the grid and the results folder say it all
     store = ModelStore(expanded.workspace.models)
     states: dict[str, str] = {cell.id: store.cell(cell.id).state() for cell in expanded.cells}
+    copied = {  # cells another grid of the results folder trained: a launch copies them
+        cell.id: folder.grid
+        for cell in expanded.cells
+        if states[cell.id] != "trained" and (folder := trained_elsewhere(expanded.results, expanded.spec.name, cell.id))
+    }
     if as_json:
         for cell in expanded.cells:
             echo(
@@ -100,20 +105,21 @@ def plan(
                         "state": states[cell.id],
                         "config": cell.config.model_dump(mode="json"),
                         "analyses": applicable(expanded, cell),
+                        "trained_by": copied.get(cell.id),
                     },
                     sort_keys=True,
                 )
             )
         return
-    console.print(_cells_table(expanded, states))
-    _print_counts(expanded, states, calibrate)
+    console.print(_cells_table(expanded, states, copied))
+    _print_counts(expanded, states, copied, calibrate)
 
 
 def _extra_axes(expanded: ExpandedGrid) -> list[str]:
     return [p for p in expanded.axis_paths if p not in COLUMNS and p != "projection_lambda"]
 
 
-def _cells_table(expanded: ExpandedGrid, states: dict[str, str]) -> Table:
+def _cells_table(expanded: ExpandedGrid, states: dict[str, str], copied: dict[str, str]) -> Table:
     extra = _extra_axes(expanded)
     table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
     for column in ("cell", "state", *COLUMNS, *extra, "runs"):
@@ -124,9 +130,10 @@ def _cells_table(expanded: ExpandedGrid, states: dict[str, str]) -> Table:
         projection = c.projection if c.projection_lambda is None else f"{c.projection} λ={c.projection_lambda:g}"
         values = [c.dataset, c.encoder, c.attention, projection, c.architecture, c.attention_mode, str(c.seed)]
         values += [_get(config, p) for p in extra]
-        runs = ", ".join(
-            ["train", *applicable(expanded, cell)] if states[cell.id] != "trained" else applicable(expanded, cell)
+        first = (
+            [] if states[cell.id] == "trained" else [f"copy from {copied[cell.id]}" if cell.id in copied else "train"]
         )
+        runs = ", ".join([*first, *applicable(expanded, cell)])
         table.add_row(cell.id, states[cell.id], *values, runs)
     return table
 
@@ -154,7 +161,7 @@ def _skipped_rankings(expanded: ExpandedGrid, analysis_id: str) -> list[str]:
     return lines
 
 
-def _print_counts(expanded: ExpandedGrid, states: dict[str, str], calibrated: bool) -> None:
+def _print_counts(expanded: ExpandedGrid, states: dict[str, str], copied: dict[str, str], calibrated: bool) -> None:
     spec = expanded.spec
     cells = expanded.cells
     untrained = [c for c in cells if states[c.id] != "trained"]
@@ -163,10 +170,9 @@ def _print_counts(expanded: ExpandedGrid, states: dict[str, str], calibrated: bo
     failed = sum(states[c.id] == "failed" for c in cells)
     retried = f", {failed} of them failed before (a launch retries them)" if failed else ""
     echo(f"cells: {len(cells) - len(untrained)} trained, {len(untrained)} to train{datasets}{retried}")
-    elsewhere = [folder for c in untrained if (folder := trained_elsewhere(expanded.results, spec.name, c.id))]
-    if elsewhere:
-        grids = sorted({folder.grid for folder in elsewhere})
-        echo(f"  {len(elsewhere)} of them trained by {', '.join(grids)} in this results folder: a launch copies them")
+    if copied:
+        grids = ", ".join(sorted(set(copied.values())))
+        echo(f"  {len(copied)} of them trained by {grids} in this results folder: a launch copies them")
     if expanded.collapsed:
         echo(f"  {expanded.collapsed} combinations resolved to a cell already listed and were collapsed")
     shards = math.ceil(spec.instances / spec.shard_size) if spec.instances else None
@@ -189,7 +195,7 @@ def _print_counts(expanded: ExpandedGrid, states: dict[str, str], calibrated: bo
     from gridlab.execution.estimate import calibrate, estimate  # reads the plan's jobs: torch, as above
 
     calibration = calibrate(expanded, states) if calibrated else None
-    left = estimate(expanded, states, calibration, copied={folder.path.name for folder in elsewhere})
+    left = estimate(expanded, states, calibration, copied=copied)
     where = f"the pace measured in {expanded.results_dir}/"
     if calibration is not None and calibration.kinds:
         where += f" and calibrated just now on {counted(calibration.kinds, 'kind')} of cell"

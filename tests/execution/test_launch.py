@@ -264,6 +264,12 @@ def test_a_cell_another_grid_trained_is_copied_not_trained_again(
     ablation = write_grid(tmp_path, name="ablation", grid={**shared, "seed": [0, 1]})
     planned = CliRunner().invoke(app, ["plan", str(ablation)])
     assert "1 of them trained by paper in this results folder: a launch copies them" in planned.output
+    as_json = [
+        json.loads(line) for line in CliRunner().invoke(app, ["plan", str(ablation), "--json"]).output.splitlines()
+    ]
+    assert {row["id"]: row["trained_by"] for row in as_json} == {
+        c.id: "paper" if c.id == cell.id else None for c in cells(ablation)
+    }
 
     result = launch(ablation)
     assert result.exit_code == 0, result.output
