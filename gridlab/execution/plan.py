@@ -30,7 +30,7 @@ from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.results.parts import part_params, part_shard
 from gridlab.results.shards import Shard, plan_shards, rows_in_test_split
 from gridlab.store.atomic import write_json
-from gridlab.store.layout import GridWorkspace
+from gridlab.store.layout import GridWorkspace, shard_of
 from gridlab.store.models import ModelStore
 
 SHARD_ORDER = {
@@ -160,7 +160,7 @@ def check_part_shards(grid: ExpandedGrid, only: list[str] | None = None) -> None
         for analysis in analyses:
             for path in grid.workspace.parts_of(analysis, {cell.id}):
                 recorded = part_shard(path)
-                if recorded is None or recorded == cuts.get(int(path.stem.removeprefix("part-"))):
+                if recorded is None or recorded == cuts.get(shard_of(path)):
                     continue
                 population = planned[0].population if planned else 0
                 raise BadInput(

@@ -149,3 +149,8 @@ LAUNCH_MARKER = "gridlab-launch.json"  # in a Tune experiment: its cells, its ML
 def cell_of(partition: Path) -> str:
     """The cell id of a `cell=<id>` partition folder."""
     return partition.name[len(CELL_PARTITION) :]
+
+
+def shard_of(part: Path) -> int:
+    """The shard index of a `part-NNNNN.parquet` file (`GridWorkspace.part`)."""
+    return int(part.stem.removeprefix("part-"))
