@@ -130,12 +130,20 @@ def _cells_table(expanded: ExpandedGrid, states: dict[str, str], copied: dict[st
         projection = c.projection if c.projection_lambda is None else f"{c.projection} λ={c.projection_lambda:g}"
         values = [c.dataset, c.encoder, c.attention, projection, c.architecture, c.attention_mode, str(c.seed)]
         values += [_get(config, p) for p in extra]
-        first = (
-            [] if states[cell.id] == "trained" else [f"copy from {copied[cell.id]}" if cell.id in copied else "train"]
-        )
+        first = [] if states[cell.id] == "trained" else [_copy_or_train(expanded, cell, copied.get(cell.id))]
         runs = ", ".join([*first, *applicable(expanded, cell)])
         table.add_row(cell.id, states[cell.id], *values, runs)
     return table
+
+
+def _copy_or_train(expanded: ExpandedGrid, cell: Cell, source: str | None) -> str:
+    """'train', or 'copy from <grid>' with the number of analysis parts that come with the copy."""
+    if source is None:
+        return "train"
+    from gridlab.execution.plan import reusable_parts  # torch: only when there is a plan to show
+
+    parts = len(reusable_parts(expanded, cell, expanded.results.grid(source)))
+    return f"copy from {source}" + (f" with {counted(parts, 'analysis part')}" if parts else "")
 
 
 def _get(config: dict, path: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -24,12 +24,14 @@ from gridlab.catalog.analyses import ANALYSES
 from gridlab.config.schema import CellConfig
 from gridlab.data.batching import iterate_batches, sample_rows, training_rows
 from gridlab.data.prepare import PreparedDataset, load_dataset
-from gridlab.execution.plan import plan_jobs
+from gridlab.execution.plan import plan_jobs, reusable_parts
 from gridlab.execution.runner import analyse_batches
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.factory import build_model
+from gridlab.results.parts import part_shard
 from gridlab.runtime import set_torch_threads
+from gridlab.store.layout import shard_of
 from gridlab.store.timings import epoch_seconds, shard_seconds
 from gridlab.text import counted, duration
 from gridlab.training.loop import batch_loss, hierarchical, make_optimizer
@@ -100,10 +102,12 @@ def estimate(
     grid: ExpandedGrid,
     states: Mapping[str, str],
     calibration: Calibration | None = None,
-    copied: Collection[str] = (),
+    copied: Mapping[str, str] | None = None,
 ) -> Estimate:
     """What is left, at the pace measured so far. `copied`: cells a launch copies from another grid of the
-    results folder (`trained_elsewhere`): analysed here, not trained."""
+    results folder (`trained_elsewhere`), by that grid's name: not trained here, and analysed here but for the
+    parts that come with them (`plan.reusable_parts`)."""
+    copied = copied or {}
     by_id = {c.id: c for c in grid.cells}
     epochs = {c: statistics.median(s) for c, s in epoch_seconds(grid.workspace).items() if c in by_id and s}
     shards = {c: s / n for c, (n, s) in shard_seconds(grid.workspace).items() if c in by_id and n}
@@ -119,7 +123,7 @@ def estimate(
             train_unknown += 1
         else:
             train_seconds, train_cells = train_seconds + per_epoch * cell.config.train.epochs, train_cells + 1
-    left = _instances_left(grid, states)
+    left = _instances_left(grid, states, copied)
     analysis_seconds, analysis_instances, analysis_unknown = 0.0, 0, 0
     for cell_id, instances in left.items():
         per_instance = _like(by_id[cell_id], shards, by_id)
@@ -142,9 +146,9 @@ def _like(cell: Cell, measured: Mapping[str, float], by_id: Mapping[str, Cell]) 
     return None
 
 
-def _instances_left(grid: ExpandedGrid, states: Mapping[str, str]) -> dict[str, int]:
+def _instances_left(grid: ExpandedGrid, states: Mapping[str, str], copied: Mapping[str, str]) -> dict[str, int]:
     """Test instances each cell still has to analyse: its shards with a missing per-instance part (trained
-    cells), or `instances` (cells still to train, when the grid sets it)."""
+    cells), or `instances` less those whose parts a copy brings (cells still to train, when the grid sets it)."""
     left: dict[str, int] = {}
     if not any(grid.analyses):
         return left
@@ -154,8 +158,24 @@ def _instances_left(grid: ExpandedGrid, states: Mapping[str, str]) -> dict[str, 
             left[job.cell_id] = left.get(job.cell_id, 0) + job.shard.stop - job.shard.start
     for cell in grid.cells:
         if states[cell.id] != "trained" and grid.spec.instances and _per_instance(grid, cell):
-            left[cell.id] = grid.spec.instances
+            left[cell.id] = grid.spec.instances - _instances_copied(grid, cell, copied.get(cell.id))
     return left
+
+
+def _instances_copied(grid: ExpandedGrid, cell: Cell, source: str | None) -> int:
+    """Test instances of a cell copied from grid `source` whose every per-instance analysis comes with the copy."""
+    if source is None:
+        return 0
+    config = cell.config.model_dump()
+    wanted = {a for a in grid.analyses if ANALYSES[a].scope != "model" and ANALYSES[a].applies(config)}
+    brought: dict[int, set[str]] = {}
+    sizes: dict[int, int] = {}
+    for part, _ in reusable_parts(grid, cell, grid.results.grid(source)):
+        extent = part_shard(part)
+        if extent is not None:  # a per-instance part
+            brought.setdefault(shard_of(part), set()).add(part.parent.parent.name)
+            sizes[shard_of(part)] = extent["stop"] - extent["start"]
+    return sum(sizes[index] for index, analyses in brought.items() if analyses >= wanted)
 
 
 def _per_instance(grid: ExpandedGrid, cell: Cell) -> bool:

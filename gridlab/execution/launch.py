@@ -7,11 +7,12 @@ trained, while the other trials go on, and the cells trained earlier are analyse
 
 Cells already in the model store are skipped, so adding values to an axis trains only the new cells; a cell
 that another grid of the same results folder has trained (the same id: the same resolved config and seed) is
-copied from it rather than trained again (`adopt_trained`), so an ablation grid reuses a paper grid's models. Each
-launch is one Tune experiment under `results_dir/<grid>/tune/launch-NNN`; a marker file says whether it
-finished. A driver killed mid-grid leaves an unfinished experiment, which the next launch restores first
-(`Tuner.restore`, unfinished trials continue from their last epoch checkpoint) before it starts a new
-experiment for whatever is still untrained.
+copied from it rather than trained again (`adopt_trained`), so an ablation grid reuses a paper grid's models,
+with the analysis parts that grid computed as this one would (`adopt_parts`). Each launch is one Tune
+experiment under `results_dir/<grid>/tune/launch-NNN`; a marker file says whether it finished. A driver killed
+mid-grid leaves an unfinished experiment, which the next launch restores first (`Tuner.restore`, unfinished
+trials continue from their last epoch checkpoint) before it starts a new experiment for whatever is still
+untrained.
 """
 
 from __future__ import annotations
@@ -38,15 +39,15 @@ from gridlab.data.catalog import DATASETS
 from gridlab.data.prepare import verify_release
 from gridlab.errors import BadInput, Interrupted, ResourceFault
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
-from gridlab.execution.plan import plan_jobs
+from gridlab.execution.plan import mark_shard_order, plan_jobs, reusable_parts
 from gridlab.execution.progress import GridProgress, Status, cell_params, cell_tags
 from gridlab.execution.ray_session import ray_session
 from gridlab.execution.trainable import cell_id_of, train_cell, trial_params
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
-from gridlab.results.parts import drop_cell_parts
+from gridlab.results.parts import copy_part, drop_cell_parts
 from gridlab.store.atomic import write_json
-from gridlab.store.layout import LAUNCH_MARKER, CellFiles
+from gridlab.store.layout import LAUNCH_MARKER, CellFiles, GridWorkspace
 from gridlab.store.lock import exclusive
 from gridlab.store.models import CellFolder, ModelStore, trained_elsewhere
 from gridlab.text import counted
@@ -178,9 +179,24 @@ def adopt_trained(
         tracking = {"mlflow_run_id": tracker.run_id(cell.id), "tracking_uri": tracker.tracking_uri}
         folder = store.publish(cell.id, sources[cell.id].path, {CellFiles.TRACKING: tracking})
         tracker.finish_cell(cell.id, final_metrics(folder.read(CellFiles.METRICS)), folder.path)
-        emit(f"{cell.id}: trained by grid {sources[cell.id].grid}, copied (same config and seed)")
+        parts = adopt_parts(grid, cell, grid.results.grid(sources[cell.id].grid))
+        emit(
+            f"{cell.id}: trained by grid {sources[cell.id].grid}, copied (same config and seed)"
+            + (f" with {counted(parts, 'analysis part')} computed as here" if parts else "")
+        )
     tracker.end_launch(key, len(sources), 0)
     return [c for c in pending if c.id not in sources]
+
+
+def adopt_parts(grid: ExpandedGrid, cell: Cell, source: GridWorkspace) -> int:
+    """Copy the analysis parts of an adopted cell that its source grid computed exactly as this grid would
+    (`reusable_parts`), under this grid's name, so an ablation's baseline cell is not analysed twice."""
+    pairs = reusable_parts(grid, cell, source)
+    if pairs:
+        mark_shard_order(grid.workspace)
+    for part, target in pairs:
+        copy_part(part, target, grid.spec.name)
+    return len(pairs)
 
 
 def _drop_stale_rows(grid: ExpandedGrid, force: list[str], emit: Callable[[str], None]) -> None:

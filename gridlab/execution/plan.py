@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.analyses.seed_variance import seed_peers
@@ -156,7 +157,7 @@ def check_part_shards(grid: ExpandedGrid, only: list[str] | None = None) -> None
         if not analyses or store.cell(cell.id).state() != "trained":
             continue
         planned = plan_shards(rows_in_test_split(grid.workspace, cell.id), grid.spec.instances, grid.spec.shard_size)
-        cuts = {s.index: {"start": s.start, "stop": s.stop, "population": s.population} for s in planned}
+        cuts = {s.index: s.extent() for s in planned}
         for analysis in analyses:
             for path in grid.workspace.parts_of(analysis, {cell.id}):
                 recorded = part_shard(path)
@@ -169,6 +170,28 @@ def check_part_shards(grid: ExpandedGrid, only: list[str] | None = None) -> None
                     f"{grid.spec.shard_size}; set `instances` and `shard_size` as they were, or move "
                     f"{path.parent} aside (trained models are kept) and relaunch to recompute"
                 )
+
+
+def reusable_parts(grid: ExpandedGrid, cell: Cell, source: GridWorkspace) -> list[tuple[Path, Path]]:
+    """(part of `source`, the part of this grid it stands for) for each part another grid wrote of a cell both
+    grids hold that this grid has not: those computed exactly as this grid would compute them, with the same
+    parameters and, for a per-instance part, over the same shard of the same sample. Grid-level analyses
+    (seed_variance) are left out, as their rows depend on the seeds each grid holds, and so are parts that do
+    not record their parameters or shard (an earlier gridlab): nothing says how they were computed."""
+    planned = plan_shards(rows_in_test_split(source, cell.id), grid.spec.instances, grid.spec.shard_size)
+    cuts = {s.index: s.extent() for s in planned}
+    pairs = []
+    for analysis, params in _applicable(grid, cell, None).items():
+        scope = ANALYSES[analysis].scope
+        if scope == "grid":
+            continue
+        for path in source.parts_of(analysis, {cell.id}):
+            index = shard_of(path)
+            same_rows = index == 0 if scope == "model" else index in cuts and part_shard(path) == cuts[index]
+            target = grid.workspace.part(analysis, cell.id, index)
+            if same_rows and part_params(path) == params and not target.exists():
+                pairs.append((path, target))
+    return pairs
 
 
 def mark_shard_order(workspace: GridWorkspace) -> None:

@@ -164,9 +164,8 @@ class ShardRunner:
         specific = {f.name: np.concatenate([b[f.name] for b in batches]).tolist() for f in analysis.schema}
         columns = common_columns(job.grid, job.cell_id, config, SPLIT, analysis.version, **joined)
         path = self.workspace.part(analysis.info.id, job.cell_id, job.shard.index)
-        shard = {"start": job.shard.start, "stop": job.shard.stop, "population": job.shard.population}
         table = rows_table(columns, specific, analysis.schema)
-        write_part(path, with_params(table, job.analyses[analysis.info.id], shard))
+        write_part(path, with_params(table, job.analyses[analysis.info.id], job.shard.extent()))
         return path
 
     def load(self, cell_id: str) -> LoadedCell:

@@ -153,6 +153,15 @@ def part_shard(path: Path) -> dict | None:
     return None if raw is None else json.loads(raw)
 
 
+def copy_part(source: Path, target: Path, grid: str) -> None:
+    """Write another grid's part as this `grid`'s: the same rows and metadata, under this grid's name."""
+    table = pq.read_table(source)
+    column = table.schema.get_field_index("grid")
+    field = table.schema.field(column)
+    renamed = table.set_column(column, field, pa.array([grid] * table.num_rows, field.type))
+    write_part(target, renamed.replace_schema_metadata(table.schema.metadata))
+
+
 def drop_cell_parts(workspace: GridWorkspace, cell_id: str, analyses: list[str] | None = None) -> int:
     """Delete a cell's parts (of every analysis, or of `analyses`): rows of a model that is retrained would
     otherwise pass for rows of the new one. Returns how many partition folders were removed."""

@@ -23,6 +23,10 @@ class Shard:
     stop: int  # last position (exclusive)
     population: int  # how many test rows are analysed in all (`instances`, at most the split's rows)
 
+    def extent(self) -> dict[str, int]:
+        """What a per-instance part records of its shard (`results.parts.with_params`)."""
+        return {"start": self.start, "stop": self.stop, "population": self.population}
+
 
 def plan_shards(test_rows: int, instances: int | None, shard_size: int) -> list[Shard]:
     total = test_rows if instances is None else min(instances, test_rows)

@@ -35,7 +35,7 @@ def test_a_cell_to_train_costs_its_epochs_at_its_likes_pace(tmp_path: Path):
     assert left.describe() == "training at most 2m00s of work for 1 cell (2 cells more with nothing measured like them)"
     assert estimate(grid, dict.fromkeys(states, "trained")).describe() == "nothing left to train or analyse"
     # a cell another grid trained is copied, not trained: no training time left for it
-    synthetic = [c.id for c in grid.cells if c.config.dataset == "synthetic"]
+    synthetic = {c.id: "paper" for c in grid.cells if c.config.dataset == "synthetic"}
     assert estimate(grid, states, copied=synthetic) == Estimate(120.0, 1, 0, 0.0, 0, 0)
 
 

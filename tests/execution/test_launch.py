@@ -255,15 +255,18 @@ def test_a_cell_another_grid_trained_is_copied_not_trained_again(
     tmp_path: Path, data_dir: Path, monkeypatch, local_ray
 ):
     """Two grids of one results folder share a cell (same resolved config and seed, so the same id): the second
-    copies the first's model folder, gets a tracking run of its own for it, and trains only its other cell."""
+    copies the first's model folder and the analysis parts computed as it computes them, gets a tracking run of
+    its own for it, and trains only its other cell."""
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
     shared = {"dataset": ["synthetic"], "encoder": ["average"]}
-    paper = write_grid(tmp_path, name="paper", grid={**shared, "seed": [0]})
+    analysed = {"analyses": {"permutation": {"n": 20}}, "instances": 30}
+    paper = write_grid(tmp_path, name="paper", grid={**shared, "seed": [0]}, **analysed)
     assert launch(paper).exit_code == 0
     [cell] = cells(paper)
-    ablation = write_grid(tmp_path, name="ablation", grid={**shared, "seed": [0, 1]})
+    ablation = write_grid(tmp_path, name="ablation", grid={**shared, "seed": [0, 1]}, **analysed)
     planned = CliRunner().invoke(app, ["plan", str(ablation)])
     assert "1 of them trained by paper in this results folder: a launch copies them" in planned.output
+    assert "copy from paper with 1 analysis part" in planned.output
     as_json = [
         json.loads(line) for line in CliRunner().invoke(app, ["plan", str(ablation), "--json"]).output.splitlines()
     ]
@@ -273,11 +276,18 @@ def test_a_cell_another_grid_trained_is_copied_not_trained_again(
 
     result = launch(ablation)
     assert result.exit_code == 0, result.output
-    assert f"{cell.id}: trained by grid paper, copied (same config and seed)" in result.output
+    copied = f"{cell.id}: trained by grid paper, copied (same config and seed) with 1 analysis part computed as here"
+    assert copied in result.output
     assert "1 of 2 cells to train" in result.output  # the other seed only
     source, copy = (tmp_path / "runs" / name / "models" / cell.id for name in ("paper", "ablation"))
     for name in ("model.pt", "config.json", "data.json", "history.json", "metrics.json"):
         assert (copy / name).read_bytes() == (source / name).read_bytes(), name
+    rows = {
+        name: pd.read_parquet(tmp_path / "runs" / name / "analyses" / "permutation" / f"cell={cell.id}")
+        for name in ("paper", "ablation")
+    }
+    assert set(rows["ablation"]["grid"]) == {"ablation"} and len(rows["ablation"]) == 30
+    pd.testing.assert_frame_equal(rows["ablation"].drop(columns="grid"), rows["paper"].drop(columns="grid"))
     copied_run = runs(tmp_path, "ablation", f"tags.cell_id = '{cell.id}'")
     assert list(copied_run["status"]) == ["FINISHED"] and list(copied_run["tags.grid"]) == ["ablation"]
     assert (

@@ -8,15 +8,17 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from gridlab.cli import app
 from gridlab.errors import BadInput
-from gridlab.execution.plan import check_part_params, check_part_shards
+from gridlab.execution.estimate import estimate
+from gridlab.execution.plan import check_part_params, check_part_shards, reusable_parts
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
-from gridlab.results.parts import part_params, part_shard, with_params, write_part
+from gridlab.results.parts import copy_part, part_params, part_shard, with_params, write_part
 from tests.execution.conftest import write_grid
 
 SETTINGS = dict(grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]}, instances=32, shard_size=32)
@@ -84,6 +86,46 @@ def test_parts_cut_from_another_sample_are_refused(tmp_path: Path):
     with pytest.raises(BadInput, match=r"holds test instances 0-32 of a sample of 32; the grid now cuts 64 in shards"):
         check_part_shards(wider)
     check_part_shards(wider, only=["importance_correlation"])  # the other analyses' parts are not its concern
+
+
+def test_a_copied_cell_reuses_the_parts_its_grid_computed_as_this_one_would(tmp_path: Path):
+    """An ablation grid that copies a paper grid's cell takes the paper grid's parts computed with its own
+    parameters over its own shards, under its own name; a part of another cut, other parameters or no record of
+    either is computed again."""
+
+    def grid_of(name: str, n: int, instances: int = 32):
+        path = write_grid(
+            tmp_path, name=name, analyses={"permutation": {"n": n}}, **{**SETTINGS, "instances": instances}
+        )
+        return expand(load_grid_file(path), str(path), check_data=False)
+
+    paper = grid_of("paper", 5)
+    [cell] = paper.cells
+    folder = paper.workspace.models / cell.id
+    folder.mkdir(parents=True)
+    (folder / "data.json").write_text(json.dumps({"rows": {"test": 100}}))
+    rows = pa.table({"grid": ["paper", "paper"], "x": [1, 2]})
+    shards = [{"start": 0, "stop": 32, "population": 32}, {"start": 32, "stop": 64, "population": 100}]
+    for index, shard in enumerate(shards):
+        write_part(paper.workspace.part("permutation", cell.id, index), with_params(rows, {"n": 5}, shard))
+
+    ablation = grid_of("ablation", 5)
+    [(source, target)] = reusable_parts(ablation, cell, paper.workspace)  # shard 1 is of a sample of 100
+    assert source == paper.workspace.part("permutation", cell.id, 0)
+    assert target == ablation.workspace.part("permutation", cell.id, 0)
+    assert reusable_parts(grid_of("ablation", 7), cell, paper.workspace) == []
+    assert reusable_parts(grid_of("ablation", 5, instances=64), cell, paper.workspace) == []
+    write_part(source, rows)  # written before parts recorded how
+    assert reusable_parts(ablation, cell, paper.workspace) == []
+
+    write_part(source, with_params(rows, {"n": 5}, shards[0]))
+    pending = {cell.id: "pending"}  # a launch copies the cell with its part: no test instance left to analyse
+    assert estimate(ablation, pending, copied={cell.id: "paper"}).analysis_unknown == 0
+    assert estimate(grid_of("ablation", 7), pending, copied={cell.id: "paper"}).analysis_unknown == 32
+    copy_part(source, target, "ablation")
+    assert pq.read_table(target).to_pydict() == {"grid": ["ablation", "ablation"], "x": [1, 2]}
+    assert part_params(target) == {"n": 5} and part_shard(target) == shards[0]
+    assert reusable_parts(ablation, cell, paper.workspace) == []  # already here
 
 
 @pytest.mark.slow
