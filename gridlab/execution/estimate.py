@@ -29,9 +29,8 @@ from gridlab.execution.runner import analyse_batches
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.factory import build_model
-from gridlab.results.parts import part_shard
+from gridlab.results.shards import Shard
 from gridlab.runtime import set_torch_threads
-from gridlab.store.layout import shard_of
 from gridlab.store.timings import epoch_seconds, shard_seconds
 from gridlab.text import counted, duration
 from gridlab.training.loop import batch_loss, hierarchical, make_optimizer
@@ -168,14 +167,11 @@ def _instances_copied(grid: ExpandedGrid, cell: Cell, source: str | None) -> int
         return 0
     config = cell.config.model_dump()
     wanted = {a for a in grid.analyses if ANALYSES[a].scope != "model" and ANALYSES[a].applies(config)}
-    brought: dict[int, set[str]] = {}
-    sizes: dict[int, int] = {}
-    for part, _ in reusable_parts(grid, cell, grid.results.grid(source)):
-        extent = part_shard(part)
-        if extent is not None:  # a per-instance part
-            brought.setdefault(shard_of(part), set()).add(part.parent.parent.name)
-            sizes[shard_of(part)] = extent["stop"] - extent["start"]
-    return sum(sizes[index] for index, analyses in brought.items() if analyses >= wanted)
+    brought: dict[Shard, set[str]] = {}
+    for part in reusable_parts(grid, cell, grid.results.grid(source)):
+        if part.shard is not None:  # a per-instance part
+            brought.setdefault(part.shard, set()).add(part.analysis)
+    return sum(shard.stop - shard.start for shard, analyses in brought.items() if analyses >= wanted)
 
 
 def _per_instance(grid: ExpandedGrid, cell: Cell) -> bool:

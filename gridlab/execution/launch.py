@@ -191,12 +191,12 @@ def adopt_trained(
 def adopt_parts(grid: ExpandedGrid, cell: Cell, source: GridWorkspace) -> int:
     """Copy the analysis parts of an adopted cell that its source grid computed exactly as this grid would
     (`reusable_parts`), under this grid's name, so an ablation's baseline cell is not analysed twice."""
-    pairs = reusable_parts(grid, cell, source)
-    if pairs:
+    parts = reusable_parts(grid, cell, source)
+    if parts:
         mark_shard_order(grid.workspace)
-    for part, target in pairs:
-        copy_part(part, target, grid.spec.name)
-    return len(pairs)
+    for part in parts:
+        copy_part(part.source, part.target, grid.spec.name)
+    return len(parts)
 
 
 def _drop_stale_rows(grid: ExpandedGrid, force: list[str], emit: Callable[[str], None]) -> None:

@@ -172,26 +172,40 @@ def check_part_shards(grid: ExpandedGrid, only: list[str] | None = None) -> None
                 )
 
 
-def reusable_parts(grid: ExpandedGrid, cell: Cell, source: GridWorkspace) -> list[tuple[Path, Path]]:
-    """(part of `source`, the part of this grid it stands for) for each part another grid wrote of a cell both
-    grids hold that this grid has not: those computed exactly as this grid would compute them, with the same
-    parameters and, for a per-instance part, over the same shard of the same sample. Grid-level analyses
-    (seed_variance) are left out, as their rows depend on the seeds each grid holds, and so are parts that do
-    not record their parameters or shard (an earlier gridlab): nothing says how they were computed."""
+@dataclass(frozen=True)
+class ReusablePart:
+    """A part another grid wrote that this grid would write the same (`reusable_parts`)."""
+
+    analysis: str
+    source: Path  # the other grid's part
+    target: Path  # this grid's part it stands for
+    shard: Shard | None  # the test instances of a per-instance part; None for a per-model part
+
+
+def reusable_parts(grid: ExpandedGrid, cell: Cell, source: GridWorkspace) -> list[ReusablePart]:
+    """The parts another grid wrote of a cell both grids hold that this grid has not, and would compute exactly
+    as they were computed: with the same parameters and, for a per-instance part, over the same shard of the
+    same sample. Grid-level analyses (seed_variance) are left out, as their rows depend on the seeds each grid
+    holds, and so are parts that do not record their parameters or shard (an earlier gridlab): nothing says how
+    they were computed."""
     planned = plan_shards(rows_in_test_split(source, cell.id), grid.spec.instances, grid.spec.shard_size)
-    cuts = {s.index: s.extent() for s in planned}
-    pairs = []
+    cuts = {s.index: s for s in planned}
+    reusable = []
     for analysis, params in _applicable(grid, cell, None).items():
         scope = ANALYSES[analysis].scope
         if scope == "grid":
             continue
         for path in source.parts_of(analysis, {cell.id}):
             index = shard_of(path)
-            same_rows = index == 0 if scope == "model" else index in cuts and part_shard(path) == cuts[index]
+            if scope == "model":
+                shard, same_rows = None, index == 0
+            else:
+                shard = cuts.get(index)
+                same_rows = shard is not None and part_shard(path) == shard.extent()
             target = grid.workspace.part(analysis, cell.id, index)
             if same_rows and part_params(path) == params and not target.exists():
-                pairs.append((path, target))
-    return pairs
+                reusable.append(ReusablePart(analysis, path, target, shard))
+    return reusable
 
 
 def mark_shard_order(workspace: GridWorkspace) -> None:

@@ -19,6 +19,7 @@ from gridlab.execution.plan import check_part_params, check_part_shards, reusabl
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
 from gridlab.results.parts import copy_part, part_params, part_shard, with_params, write_part
+from gridlab.results.shards import Shard
 from tests.execution.conftest import write_grid
 
 SETTINGS = dict(grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]}, instances=32, shard_size=32)
@@ -110,9 +111,11 @@ def test_a_copied_cell_reuses_the_parts_its_grid_computed_as_this_one_would(tmp_
         write_part(paper.workspace.part("permutation", cell.id, index), with_params(rows, {"n": 5}, shard))
 
     ablation = grid_of("ablation", 5)
-    [(source, target)] = reusable_parts(ablation, cell, paper.workspace)  # shard 1 is of a sample of 100
+    [part] = reusable_parts(ablation, cell, paper.workspace)  # shard 1 is of a sample of 100
+    source, target = part.source, part.target
     assert source == paper.workspace.part("permutation", cell.id, 0)
     assert target == ablation.workspace.part("permutation", cell.id, 0)
+    assert (part.analysis, part.shard) == ("permutation", Shard(0, 0, 32, 32))
     assert reusable_parts(grid_of("ablation", 7), cell, paper.workspace) == []
     assert reusable_parts(grid_of("ablation", 5, instances=64), cell, paper.workspace) == []
     write_part(source, rows)  # written before parts recorded how
