@@ -165,8 +165,7 @@ def _instances_copied(grid: ExpandedGrid, cell: Cell, source: str | None) -> int
     """Test instances of a cell copied from grid `source` whose every per-instance analysis comes with the copy."""
     if source is None:
         return 0
-    config = cell.config.model_dump()
-    wanted = {a for a in grid.analyses if ANALYSES[a].scope != "model" and ANALYSES[a].applies(config)}
+    wanted = _per_instance(grid, cell)
     brought: dict[Shard, set[str]] = {}
     for part in reusable_parts(grid, cell, grid.results.grid(source)):
         if part.shard is not None:  # a per-instance part
@@ -174,10 +173,10 @@ def _instances_copied(grid: ExpandedGrid, cell: Cell, source: str | None) -> int
     return sum(shard.stop - shard.start for shard, analyses in brought.items() if analyses >= wanted)
 
 
-def _per_instance(grid: ExpandedGrid, cell: Cell) -> bool:
-    """Whether any of the grid's analyses that apply to the cell is timed by instance (not per model)."""
+def _per_instance(grid: ExpandedGrid, cell: Cell) -> set[str]:
+    """The grid's analyses that apply to the cell and are timed by instance (not per model)."""
     config = cell.config.model_dump()
-    return any(ANALYSES[a].scope != "model" and ANALYSES[a].applies(config) for a in grid.analyses)
+    return {a for a in grid.analyses if ANALYSES[a].scope != "model" and ANALYSES[a].applies(config)}
 
 
 CALIBRATION_BATCHES = 4  # timed training batches per kind of cell, after one to warm up
