@@ -1,6 +1,6 @@
 """`gridlab launch`: train every cell of a grid that is not trained yet, as one Ray Tune trial each, and run
 the grid's analyses on every trained cell (`plan`, `actors`): a model's shards start as soon as it is
-trained, while the other trials go on, and the cells trained earlier are analysed after training.
+trained, while the other trials go on, and those of the cells trained earlier once the first trial has started.
 
     >>> report = launch(expanded, force=[], address=None, emit=print)
     >>> report = launch(expanded, [], None, emit=print, status=board.status)   # live rows on a terminal
@@ -211,15 +211,23 @@ def _drop_stale_rows(grid: ExpandedGrid, force: list[str], emit: Callable[[str],
 
 class AnalyseWhenTrained(tune.Callback):
     """Queues a model's analysis shards the moment its trial is published (GridProgress runs first), and keeps
-    the dispatcher's actors fed at every step of Tune's loop. Not saved with the experiment: a restored
+    the dispatcher's actors fed at every step of Tune's loop. The cells trained before this experiment
+    (`trained_before`) are queued once its first trial has started, so their shards take the CPUs its trials
+    leave free instead of waiting for the last trial to end. Not saved with the experiment: a restored
     launch analyses its cells after training instead."""
 
-    def __init__(self, grid: ExpandedGrid, dispatcher: AnalysisDispatcher | None):
+    def __init__(self, grid: ExpandedGrid, dispatcher: AnalysisDispatcher | None, trained_before: set[str]):
         self.grid = grid
         self.dispatcher = dispatcher
+        self.trained_before = trained_before
 
     def __getstate__(self) -> dict:
-        return {"grid": None, "dispatcher": None}
+        return {"grid": None, "dispatcher": None, "trained_before": set()}
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        if self.dispatcher is not None and self.trained_before:
+            self.dispatcher.submit(plan_jobs(self.grid, cell_ids=self.trained_before)[0])
+            self.trained_before = set()
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         if self.dispatcher is not None:
@@ -343,6 +351,7 @@ def _run(
         emit,
         status,
     )
+    trained_before = set(_published(grid)) - {c.id for c in cells}  # a forced cell's old model is not analysed
     storage_path, storage_filesystem = _tune_storage(grid, experiment.parent)
     tuner = tune.Tuner(
         _trainable(),
@@ -352,7 +361,7 @@ def _run(
             name=experiment.name,
             storage_path=storage_path,
             storage_filesystem=storage_filesystem,
-            callbacks=[progress, AnalyseWhenTrained(grid, dispatcher)],
+            callbacks=[progress, AnalyseWhenTrained(grid, dispatcher, trained_before)],
             verbose=0,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             failure_config=tune.FailureConfig(max_failures=2),  # a lost worker resumes from its checkpoint
