@@ -1,0 +1,123 @@
+"""Tune's saved state is code: `Tuner.restore` unpickles `tuner.pkl` and the trials stored in
+`experiment_state-*.json` (and any searcher or callback `*.pkl` beside them). Whoever can write a grid's
+`tune/` folder, or its bucket when results are in object storage, could run code in the next relaunch's
+driver. So a launch seals each experiment it writes, and restores only what carries its seal.
+
+    >>> callbacks = [..., SealState()]                       # each save of Tune's state is sealed as it is made
+    >>> check_sealed(path, filesystem, "runs/g/tune/launch-002")   # before Tuner.restore; UntrustedExperiment if not
+
+The seal (`TUNE_SEAL`, in the experiment folder) is an HMAC-SHA256 per state file, keyed by a secret kept
+outside results_dir (`config.user.experiment_key`): a plain digest stored beside the files would be rewritten
+by whoever rewrote them. Tune saves its state every few seconds during a fit, first into a local staging
+folder and then uploads that folder whole; `SealState` writes the seal into the staging folder at the one
+moment Tune's own state files are in it and its upload has not begun (Tune asks its callbacks for their state
+just then), so the seal travels with the state it describes. The files that were in storage before the fit
+began (`tuner.pkl`, a restored experiment's earlier state) are sealed as they were when the fit started, not as
+they are at each save, so a file replaced in the bucket during a run is not blessed by the next save.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from hashlib import sha256
+from pathlib import Path
+
+from pyarrow import fs as pafs
+from ray import tune
+
+from gridlab.config.user import experiment_key
+from gridlab.errors import UntrustedExperiment
+from gridlab.store.layout import LAUNCH_MARKER, TUNE_SEAL
+
+STATE_SUFFIXES = (".json", ".pkl")  # the files of an experiment's folder that Tune copies back and reads on restore
+OVERRIDE = "--trust-experiment"
+
+
+def state_files(path: str, filesystem: pafs.FileSystem) -> dict[str, bytes]:
+    """The experiment folder's state files (not its trials' folders), by name; gridlab's own files left out."""
+    found = {}
+    for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+        name = info.base_name
+        if info.type == pafs.FileType.File and name.endswith(STATE_SUFFIXES) and name not in (LAUNCH_MARKER, TUNE_SEAL):
+            with filesystem.open_input_stream(info.path) as stream:
+                found[name] = stream.read()
+    return found
+
+
+def seal_entries(files: dict[str, bytes], key: bytes) -> dict[str, str]:
+    """name -> HMAC-SHA256 of the name and the contents (a file's seal cannot be moved to another name)."""
+    return {name: hmac.new(key, name.encode() + b"\0" + data, sha256).hexdigest() for name, data in files.items()}
+
+
+def write_seal(folder: Path, entries: dict[str, str]) -> None:
+    """The seal in a local folder, replaced whole (Tune's upload may read the folder at any time)."""
+    temporary = folder / f".{TUNE_SEAL}"
+    temporary.write_text(json.dumps({"hmac_sha256": entries}, sort_keys=True), encoding="utf-8")
+    temporary.replace(folder / TUNE_SEAL)
+
+
+def check_sealed(path: str, filesystem: pafs.FileSystem | None, label: str) -> None:
+    """Raise UntrustedExperiment, in one line naming `label` and the override, unless every state file of the
+    experiment at `path` matches this user's seal."""
+    filesystem = filesystem or pafs.LocalFileSystem()
+    problem = _seal_problem(state_files(path, filesystem), _read_seal(path, filesystem), experiment_key())
+    if problem is not None:
+        raise UntrustedExperiment(
+            f"{label}: not restored: {problem}, and restoring a Tune experiment unpickles its files; if you trust "
+            f"them, run the launch again with {OVERRIDE}"
+        )
+
+
+def _read_seal(path: str, filesystem: pafs.FileSystem) -> dict[str, str] | None:
+    try:
+        with filesystem.open_input_stream(f"{path}/{TUNE_SEAL}") as stream:
+            entries = json.loads(stream.read())["hmac_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return entries if isinstance(entries, dict) else None
+
+
+def _seal_problem(files: dict[str, bytes], seal: dict[str, str] | None, key: bytes) -> str | None:
+    """What is wrong, in words; None when every file is sealed as it is. A sealed file that is gone is no
+    problem (Tune reads the newest state there is, and every sealed one was written by this launch's owner)."""
+    if seal is None:
+        return f"it has no readable {TUNE_SEAL} (written by gridlab as it saves the experiment)"
+    if not files:
+        return "it holds no Tune state"
+    for name, digest in sorted(seal_entries(files, key).items()):
+        if name not in seal:
+            return f"{name} is not in its seal"
+        if not hmac.compare_digest(digest, str(seal[name])):
+            return f"{name} does not match its seal (changed since gridlab saved it, or sealed with another key)"
+    return None
+
+
+class SealState(tune.Callback):
+    """Seals each save of the experiment's state as Tune makes it (see the module's docstring). Tune pickles its
+    callbacks into `tuner.pkl`: the key is never saved with them, a restored one reads it again."""
+
+    def __init__(self) -> None:
+        self._key = experiment_key()
+        self._storage = None  # the trials' StorageContext: where Tune stages and where it uploads
+        self._before: dict[str, str] = {}  # the seal of what storage held when the fit began
+
+    def __getstate__(self) -> dict:
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def on_step_begin(self, iteration, trials, **info) -> None:
+        if self._storage is None and trials:
+            storage = trials[0].storage
+            self._before = seal_entries(state_files(storage.experiment_fs_path, storage.storage_filesystem), self._key)
+            self._storage = storage
+
+    def get_state(self) -> None:
+        """Called by Tune as it saves: after its state files are in the staging folder, before their upload."""
+        if self._storage is not None:
+            staging = Path(self._storage.experiment_driver_staging_path)
+            staged = state_files(str(staging), pafs.LocalFileSystem())
+            write_seal(staging, self._before | seal_entries(staged, self._key))
+        return None

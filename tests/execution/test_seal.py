@@ -1,0 +1,105 @@
+"""The seal of a Tune experiment's state (`execution.seal`) and its key (`config.user.experiment_key`): a folder
+sealed with this user's key passes; an altered, added or unsealed state file, a missing seal, or a seal made
+with another key is refused in one line that names the folder and the override. No Ray."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from pyarrow import fs as pafs
+
+from gridlab.config.user import KEY_ENV, experiment_key, settings_path
+from gridlab.errors import BadInput, UntrustedExperiment
+from gridlab.execution.seal import OVERRIDE, check_sealed, seal_entries, state_files, write_seal
+from gridlab.store.layout import LAUNCH_MARKER, TUNE_SEAL
+
+STATE = {
+    "tuner.pkl": b"\x80\x05tuner",
+    "experiment_state-2026-11-28_03-00-00.json": b'{"trial_data": []}',
+    "basic-variant-state-2026-11-28_03-00-00.json": b"{}",
+}
+
+
+@pytest.fixture
+def experiment(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("GRIDLAB_CONFIG", str(tmp_path / "settings" / "settings.json"))
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    folder = tmp_path / "tune" / "launch-001"
+    (folder / "cell0").mkdir(parents=True)
+    for name, data in STATE.items():
+        (folder / name).write_bytes(data)
+    (folder / "cell0" / "params.pkl").write_bytes(b"a trial's folder: not Tune's restore state")
+    (folder / LAUNCH_MARKER).write_text('{"finished": false}')
+    write_seal(folder, seal_entries(STATE, experiment_key()))
+    return folder
+
+
+def refusal(folder: Path) -> str:
+    with pytest.raises(UntrustedExperiment) as raised:
+        check_sealed(str(folder), None, "runs/g/tune/launch-001")
+    assert raised.value.exit_code == 2
+    (line,) = raised.value.lines()
+    assert line.startswith("runs/g/tune/launch-001: not restored: ") and OVERRIDE in line
+    return line
+
+
+def test_a_folder_sealed_with_the_users_key_passes(experiment: Path):
+    assert set(state_files(str(experiment), pafs.LocalFileSystem())) == set(STATE)
+    check_sealed(str(experiment), None, "runs/g/tune/launch-001")
+    (experiment / LAUNCH_MARKER).write_text('{"finished": true}')  # gridlab's own marker is not Tune's state
+    (experiment / "cell0" / "params.pkl").write_bytes(b"changed")
+    check_sealed(str(experiment), None, "runs/g/tune/launch-001")
+
+
+def test_an_altered_pickle_is_refused(experiment: Path):
+    (experiment / "tuner.pkl").write_bytes(STATE["tuner.pkl"] + b"\n")  # still unpickles the same: not the point
+    assert "tuner.pkl does not match its seal" in refusal(experiment)
+
+
+def test_an_added_state_file_is_refused(experiment: Path):
+    (experiment / "callback-states-2026-11-28_03-00-00.pkl").write_bytes(b"\x80\x05evil")
+    assert "callback-states-2026-11-28_03-00-00.pkl is not in its seal" in refusal(experiment)
+
+
+def test_a_folder_without_its_seal_is_refused(experiment: Path):
+    (experiment / TUNE_SEAL).unlink()
+    assert f"it has no readable {TUNE_SEAL}" in refusal(experiment)
+    (experiment / TUNE_SEAL).write_text("not json")
+    assert f"it has no readable {TUNE_SEAL}" in refusal(experiment)
+
+
+def test_a_seal_rewritten_by_whoever_wrote_the_files_is_refused(experiment: Path):
+    """The attacker who can write the folder recomputes a plain digest; without the key, the HMAC is wrong."""
+    evil = b"\x80\x05evil"
+    (experiment / "tuner.pkl").write_bytes(evil)
+    seal = json.loads((experiment / TUNE_SEAL).read_text())["hmac_sha256"]
+    forged = seal | {"tuner.pkl": hashlib.sha256(b"tuner.pkl\0" + evil).hexdigest()}
+    (experiment / TUNE_SEAL).write_text(json.dumps({"hmac_sha256": forged}))
+    assert "tuner.pkl does not match its seal" in refusal(experiment)
+
+
+def test_a_seal_made_with_another_key_is_refused(experiment: Path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "another user's secret, long enough to be used")
+    assert "sealed with another key" in refusal(experiment)
+
+
+def test_a_seal_cannot_be_moved_to_another_file(experiment: Path):
+    entries = seal_entries({"a.json": b"same"}, b"k" * 32) | seal_entries({"b.json": b"same"}, b"k" * 32)
+    assert entries["a.json"] != entries["b.json"]
+
+
+def test_the_key_is_made_once_beside_the_settings_and_kept_private(experiment: Path):
+    key_file = settings_path().parent / "experiment.key"
+    assert key_file.is_file()
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert len(experiment_key()) == 64 and experiment_key() == key_file.read_text().encode()
+
+
+def test_a_short_key_in_the_environment_is_refused(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "short")
+    with pytest.raises(BadInput, match=KEY_ENV):
+        experiment_key()
