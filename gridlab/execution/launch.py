@@ -40,6 +40,7 @@ from gridlab.data.catalog import DATASETS
 from gridlab.data.prepare import verify_release
 from gridlab.errors import BadInput, Interrupted, ResourceFault
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
+from gridlab.execution.codebase import Codebase
 from gridlab.execution.plan import mark_shard_order, plan_jobs, reusable_parts
 from gridlab.execution.progress import GridProgress, Status, cell_params, cell_tags
 from gridlab.execution.ray_session import ray_session
@@ -315,8 +316,9 @@ def _verify_data(grid: ExpandedGrid, cells: list[Cell]) -> None:
 
 
 def _trainable():
-    """`train_cell`, each trial asking Ray for what its own params say (`ExpandedGrid.train_resources`)."""
-    return tune.with_resources(train_cell, _trial_resources)
+    """`train_cell`, each trial asking Ray for what its own params say (`ExpandedGrid.train_resources`) and
+    comparing the gridlab its worker imported with the driver's (`codebase`)."""
+    return tune.with_resources(tune.with_parameters(train_cell, code=Codebase.here()), _trial_resources)
 
 
 def _trial_resources(config: dict[str, Any]) -> PlacementGroupFactory:
