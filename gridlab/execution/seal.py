@@ -1,12 +1,14 @@
 """Tune's saved state is code: `Tuner.restore` unpickles `tuner.pkl` and the trials stored in
-`experiment_state-*.json` (and any searcher or callback `*.pkl` beside them). Whoever can write a grid's
+`experiment_state-*.json` (and any searcher or callback `*.pkl` beside them), and the fit that follows
+unpickles an errored trial's `<trial>/error.pkl` when it reports its results. Whoever can write a grid's
 `tune/` folder, or its bucket when results are in object storage, could run code in the next relaunch's
 driver. So a launch seals each experiment it writes, and restores only what carries its seal.
 
     >>> callbacks = [..., SealState()]                       # each save of Tune's state is sealed as it is made
     >>> check_sealed(path, filesystem, "runs/g/tune/launch-002")   # before Tuner.restore; UntrustedExperiment if not
 
-The seal (`TUNE_SEAL`, in the experiment folder) is an HMAC-SHA256 per state file, keyed by a secret kept
+The seal (`TUNE_SEAL`, in the experiment folder) is an HMAC-SHA256 per state file (those pickles and JSON
+files), keyed by a secret kept
 outside results_dir (`config.user.experiment_key`): a plain digest stored beside the files would be rewritten
 by whoever rewrote them. Tune saves its state every few seconds during a fit, first into a local staging
 folder and then uploads that folder whole; `SealState` writes the seal into the staging folder at the one
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from pyarrow import fs as pafs
 from ray import tune
+from ray.air.constants import EXPR_ERROR_PICKLE_FILE
 
 from gridlab.config.user import experiment_key
 from gridlab.errors import UntrustedExperiment
@@ -35,14 +38,22 @@ OVERRIDE = "--trust-experiment"
 
 
 def state_files(path: str, filesystem: pafs.FileSystem) -> dict[str, bytes]:
-    """The experiment folder's state files (not its trials' folders), by name; gridlab's own files left out."""
+    """The experiment folder's state files and its trials' pickled errors, by path relative to the folder;
+    gridlab's own files left out. (A trial's checkpoints are not state: gridlab reads them as tensors only.)"""
     found = {}
-    for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
-        name = info.base_name
-        if info.type == pafs.FileType.File and name.endswith(STATE_SUFFIXES) and name not in (LAUNCH_MARKER, TUNE_SEAL):
+    for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=True)):
+        name = info.path[len(path.rstrip("/")) + 1 :]
+        if info.type == pafs.FileType.File and _is_state(name):
             with filesystem.open_input_stream(info.path) as stream:
                 found[name] = stream.read()
     return found
+
+
+def _is_state(name: str) -> bool:
+    parts = name.split("/")
+    if len(parts) == 1:
+        return name.endswith(STATE_SUFFIXES) and name not in (LAUNCH_MARKER, TUNE_SEAL)
+    return len(parts) == 2 and parts[1] == EXPR_ERROR_PICKLE_FILE
 
 
 def seal_entries(files: dict[str, bytes], key: bytes) -> dict[str, str]:
@@ -100,7 +111,7 @@ class SealState(tune.Callback):
     def __init__(self) -> None:
         self._key = experiment_key()
         self._storage = None  # the trials' StorageContext: where Tune stages and where it uploads
-        self._before: dict[str, str] = {}  # the seal of what storage held when the fit began
+        self._sealed: dict[str, str] = {}  # what storage held when the fit began, then every file staged since
 
     def __getstate__(self) -> dict:
         return {}
@@ -111,13 +122,13 @@ class SealState(tune.Callback):
     def on_step_begin(self, iteration, trials, **info) -> None:
         if self._storage is None and trials:
             storage = trials[0].storage
-            self._before = seal_entries(state_files(storage.experiment_fs_path, storage.storage_filesystem), self._key)
+            self._sealed = seal_entries(state_files(storage.experiment_fs_path, storage.storage_filesystem), self._key)
             self._storage = storage
 
     def get_state(self) -> None:
         """Called by Tune as it saves: after its state files are in the staging folder, before their upload."""
         if self._storage is not None:
             staging = Path(self._storage.experiment_driver_staging_path)
-            staged = state_files(str(staging), pafs.LocalFileSystem())
-            write_seal(staging, self._before | seal_entries(staged, self._key))
+            self._sealed |= seal_entries(state_files(str(staging), pafs.LocalFileSystem()), self._key)
+            write_seal(staging, self._sealed)  # what was staged earlier may be uploaded and gone from staging
         return None

@@ -16,11 +16,14 @@ from gridlab.config.user import KEY_ENV, experiment_key, settings_path
 from gridlab.errors import BadInput, UntrustedExperiment
 from gridlab.execution.seal import OVERRIDE, check_sealed, seal_entries, state_files, write_seal
 from gridlab.store.layout import LAUNCH_MARKER, TUNE_SEAL
+from gridlab.store.remote import Mirror
+from tests.store.conftest import ObjectStore, object_store, s3_endpoint  # noqa: F401 (fixtures: moto's S3)
 
 STATE = {
     "tuner.pkl": b"\x80\x05tuner",
     "experiment_state-2026-11-28_03-00-00.json": b'{"trial_data": []}',
     "basic-variant-state-2026-11-28_03-00-00.json": b"{}",
+    "cell0/error.pkl": b"\x80\x05an errored trial's exception, unpickled as Tune reports it",
 }
 
 
@@ -32,6 +35,8 @@ def experiment(tmp_path: Path, monkeypatch) -> Path:
     (folder / "cell0").mkdir(parents=True)
     for name, data in STATE.items():
         (folder / name).write_bytes(data)
+    (folder / "cell0" / "checkpoint_000001").mkdir()
+    (folder / "cell0" / "checkpoint_000001" / "trainer.pt").write_bytes(b"tensors: read with weights_only")
     (folder / "cell0" / "params.pkl").write_bytes(b"a trial's folder: not Tune's restore state")
     (folder / LAUNCH_MARKER).write_text('{"finished": false}')
     write_seal(folder, seal_entries(STATE, experiment_key()))
@@ -52,6 +57,7 @@ def test_a_folder_sealed_with_the_users_key_passes(experiment: Path):
     check_sealed(str(experiment), None, "runs/g/tune/launch-001")
     (experiment / LAUNCH_MARKER).write_text('{"finished": true}')  # gridlab's own marker is not Tune's state
     (experiment / "cell0" / "params.pkl").write_bytes(b"changed")
+    (experiment / "cell0" / "checkpoint_000001" / "trainer.pt").write_bytes(b"changed")
     check_sealed(str(experiment), None, "runs/g/tune/launch-001")
 
 
@@ -63,6 +69,15 @@ def test_an_altered_pickle_is_refused(experiment: Path):
 def test_an_added_state_file_is_refused(experiment: Path):
     (experiment / "callback-states-2026-11-28_03-00-00.pkl").write_bytes(b"\x80\x05evil")
     assert "callback-states-2026-11-28_03-00-00.pkl is not in its seal" in refusal(experiment)
+
+
+def test_a_trials_pickled_error_is_sealed_too(experiment: Path):
+    (experiment / "cell1").mkdir()
+    (experiment / "cell1" / "error.pkl").write_bytes(b"\x80\x05evil")
+    assert "cell1/error.pkl is not in its seal" in refusal(experiment)
+    (experiment / "cell1" / "error.pkl").unlink()
+    (experiment / "cell0" / "error.pkl").write_bytes(b"\x80\x05evil")
+    assert "cell0/error.pkl does not match its seal" in refusal(experiment)
 
 
 def test_a_folder_without_its_seal_is_refused(experiment: Path):
@@ -103,3 +118,18 @@ def test_a_short_key_in_the_environment_is_refused(monkeypatch):
     monkeypatch.setenv(KEY_ENV, "short")
     with pytest.raises(BadInput, match=KEY_ENV):
         experiment_key()
+
+
+def test_a_seal_in_object_storage_is_checked_there(experiment: Path, object_store: ObjectStore):  # noqa: F811
+    """Results in S3: Tune keeps the experiment in the bucket, and the check reads it there."""
+    mirror = Mirror.of(object_store.uri("runs"))
+    key = f"{mirror.root}/g/tune/launch-001"
+    for file in (*STATE, TUNE_SEAL, "cell0/params.pkl"):
+        with mirror.filesystem.open_output_stream(f"{key}/{file}") as stream:
+            stream.write((experiment / file).read_bytes())
+    label = f"{mirror.uri}/g/tune/launch-001"
+    check_sealed(key, mirror.filesystem, label)
+    with mirror.filesystem.open_output_stream(f"{key}/tuner.pkl") as stream:
+        stream.write(b"\x80\x05written by whoever can write the bucket")
+    with pytest.raises(UntrustedExperiment, match=f"^{label}: not restored: tuner.pkl does not match its seal"):
+        check_sealed(key, mirror.filesystem, label)
