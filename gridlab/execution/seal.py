@@ -10,12 +10,15 @@ driver. So a launch seals each experiment it writes, and restores only what carr
 The seal (`TUNE_SEAL`, in the experiment folder) is an HMAC-SHA256 per state file (those pickles and JSON
 files), keyed by a secret kept
 outside results_dir (`config.user.experiment_key`): a plain digest stored beside the files would be rewritten
-by whoever rewrote them. Tune saves its state every few seconds during a fit, first into a local staging
-folder and then uploads that folder whole; `SealState` writes the seal into the staging folder at the one
-moment Tune's own state files are in it and its upload has not begun (Tune asks its callbacks for their state
-just then), so the seal travels with the state it describes. The files that were in storage before the fit
-began (`tuner.pkl`, a restored experiment's earlier state) are sealed as they were when the fit started, not as
-they are at each save, so a file replaced in the bucket during a run is not blessed by the next save.
+by whoever rewrote them. Tune saves its state every few seconds during a fit (and after each trial checkpoint),
+first into a local staging folder, then uploads that folder in the background. Tune asks its callbacks for
+their state at the one moment its own state files are staged and their upload has not begun: then `SealState`
+seals the staged files and writes the seal straight to the experiment's storage, whole (a rename, or one PUT).
+So a driver killed at any point leaves a seal that already knows every file an upload may have landed; the
+last `VERSIONS_KEPT` versions of each file stay in the seal, for an upload still landing as the next save
+begins. The files that were in storage before the fit began (`tuner.pkl`, a restored experiment's earlier
+state) are sealed as they were then, not as they are at each save, so that a file replaced in the bucket
+during a run is not blessed by the next save.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from gridlab.config.user import experiment_key
 from gridlab.errors import UntrustedExperiment
 from gridlab.store.layout import LAUNCH_MARKER, TUNE_SEAL
 
+VERSIONS_KEPT = 3
 STATE_SUFFIXES = (".json", ".pkl")  # the files of an experiment's folder that Tune copies back and reads on restore
 OVERRIDE = "--trust-experiment"
 
@@ -61,11 +65,21 @@ def seal_entries(files: dict[str, bytes], key: bytes) -> dict[str, str]:
     return {name: hmac.new(key, name.encode() + b"\0" + data, sha256).hexdigest() for name, data in files.items()}
 
 
-def write_seal(folder: Path, entries: dict[str, str]) -> None:
-    """The seal in a local folder, replaced whole (Tune's upload may read the folder at any time)."""
-    temporary = folder / f".{TUNE_SEAL}"
-    temporary.write_text(json.dumps({"hmac_sha256": entries}, sort_keys=True), encoding="utf-8")
-    temporary.replace(folder / TUNE_SEAL)
+def remember(sealed: dict[str, list[str]], entries: dict[str, str]) -> None:
+    """Add each file's newest digest to `sealed`, keeping its last `VERSIONS_KEPT` ones."""
+    for name, digest in entries.items():
+        versions = [d for d in sealed.get(name, []) if d != digest] + [digest]
+        sealed[name] = versions[-VERSIONS_KEPT:]
+
+
+def write_seal(path: str, filesystem: pafs.FileSystem, sealed: dict[str, list[str]]) -> None:
+    """The seal of the experiment at `path`, replaced whole: written beside it, then moved into place (a rename
+    on a disk; on an object store, a copy that lands whole). The temporary's name ends in neither suffix of a
+    state file, so one that a kill left behind is not taken for Tune's."""
+    temporary = f"{path}/.{TUNE_SEAL}.partial"
+    with filesystem.open_output_stream(temporary) as stream:
+        stream.write(json.dumps({"hmac_sha256": sealed}, sort_keys=True).encode())
+    filesystem.move(temporary, f"{path}/{TUNE_SEAL}")
 
 
 def check_sealed(path: str, filesystem: pafs.FileSystem | None, label: str) -> None:
@@ -80,16 +94,18 @@ def check_sealed(path: str, filesystem: pafs.FileSystem | None, label: str) -> N
         )
 
 
-def _read_seal(path: str, filesystem: pafs.FileSystem) -> dict[str, str] | None:
+def _read_seal(path: str, filesystem: pafs.FileSystem) -> dict[str, list[str]] | None:
     try:
         with filesystem.open_input_stream(f"{path}/{TUNE_SEAL}") as stream:
             entries = json.loads(stream.read())["hmac_sha256"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return entries if isinstance(entries, dict) else None
+    if not isinstance(entries, dict) or not all(isinstance(v, list) for v in entries.values()):
+        return None
+    return entries
 
 
-def _seal_problem(files: dict[str, bytes], seal: dict[str, str] | None, key: bytes) -> str | None:
+def _seal_problem(files: dict[str, bytes], seal: dict[str, list[str]] | None, key: bytes) -> str | None:
     """What is wrong, in words; None when every file is sealed as it is. A sealed file that is gone is no
     problem (Tune reads the newest state there is, and every sealed one was written by this launch's owner)."""
     if seal is None:
@@ -99,7 +115,7 @@ def _seal_problem(files: dict[str, bytes], seal: dict[str, str] | None, key: byt
     for name, digest in sorted(seal_entries(files, key).items()):
         if name not in seal:
             return f"{name} is not in its seal"
-        if not hmac.compare_digest(digest, str(seal[name])):
+        if not any(hmac.compare_digest(digest, str(version)) for version in seal[name]):
             return f"{name} does not match its seal (changed since gridlab saved it, or sealed with another key)"
     return None
 
@@ -111,7 +127,7 @@ class SealState(tune.Callback):
     def __init__(self) -> None:
         self._key = experiment_key()
         self._storage = None  # the trials' StorageContext: where Tune stages and where it uploads
-        self._sealed: dict[str, str] = {}  # what storage held when the fit began, then every file staged since
+        self._sealed: dict[str, list[str]] = {}  # what storage held when the fit began, then what was staged since
 
     def __getstate__(self) -> dict:
         return {}
@@ -122,13 +138,16 @@ class SealState(tune.Callback):
     def on_step_begin(self, iteration, trials, **info) -> None:
         if self._storage is None and trials:
             storage = trials[0].storage
-            self._sealed = seal_entries(state_files(storage.experiment_fs_path, storage.storage_filesystem), self._key)
+            found = state_files(storage.experiment_fs_path, storage.storage_filesystem)
+            self._sealed = {name: [digest] for name, digest in seal_entries(found, self._key).items()}
             self._storage = storage
 
     def get_state(self) -> None:
         """Called by Tune as it saves: after its state files are in the staging folder, before their upload."""
         if self._storage is not None:
             staging = Path(self._storage.experiment_driver_staging_path)
-            self._sealed |= seal_entries(state_files(str(staging), pafs.LocalFileSystem()), self._key)
-            write_seal(staging, self._sealed)  # what was staged earlier may be uploaded and gone from staging
+            # what was staged earlier stays sealed: it may be uploaded and gone from staging
+            remember(self._sealed, seal_entries(state_files(str(staging), pafs.LocalFileSystem()), self._key))
+            (staging / TUNE_SEAL).unlink(missing_ok=True)  # a restore copied the old one here: not to be uploaded
+            write_seal(self._storage.experiment_fs_path, self._storage.storage_filesystem, self._sealed)
         return None

@@ -6,15 +6,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
+import shutil
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from pyarrow import fs as pafs
 
 from gridlab.config.user import KEY_ENV, experiment_key, settings_path
 from gridlab.errors import BadInput, UntrustedExperiment
-from gridlab.execution.seal import OVERRIDE, check_sealed, seal_entries, state_files, write_seal
+from gridlab.execution.seal import (
+    OVERRIDE,
+    VERSIONS_KEPT,
+    SealState,
+    check_sealed,
+    remember,
+    seal_entries,
+    state_files,
+    write_seal,
+)
 from gridlab.store.layout import LAUNCH_MARKER, TUNE_SEAL
 from gridlab.store.remote import Mirror
 from tests.store.conftest import ObjectStore, object_store, s3_endpoint  # noqa: F401 (fixtures: moto's S3)
@@ -39,7 +52,9 @@ def experiment(tmp_path: Path, monkeypatch) -> Path:
     (folder / "cell0" / "checkpoint_000001" / "trainer.pt").write_bytes(b"tensors: read with weights_only")
     (folder / "cell0" / "params.pkl").write_bytes(b"a trial's folder: not Tune's restore state")
     (folder / LAUNCH_MARKER).write_text('{"finished": false}')
-    write_seal(folder, seal_entries(STATE, experiment_key()))
+    sealed: dict[str, list[str]] = {}
+    remember(sealed, seal_entries(STATE, experiment_key()))
+    write_seal(str(folder), pafs.LocalFileSystem(), sealed)
     return folder
 
 
@@ -92,7 +107,7 @@ def test_a_seal_rewritten_by_whoever_wrote_the_files_is_refused(experiment: Path
     evil = b"\x80\x05evil"
     (experiment / "tuner.pkl").write_bytes(evil)
     seal = json.loads((experiment / TUNE_SEAL).read_text())["hmac_sha256"]
-    forged = seal | {"tuner.pkl": hashlib.sha256(b"tuner.pkl\0" + evil).hexdigest()}
+    forged = seal | {"tuner.pkl": [hashlib.sha256(b"tuner.pkl\0" + evil).hexdigest()]}
     (experiment / TUNE_SEAL).write_text(json.dumps({"hmac_sha256": forged}))
     assert "tuner.pkl does not match its seal" in refusal(experiment)
 
@@ -133,3 +148,68 @@ def test_a_seal_in_object_storage_is_checked_there(experiment: Path, object_stor
         stream.write(b"\x80\x05written by whoever can write the bucket")
     with pytest.raises(UntrustedExperiment, match=f"^{label}: not restored: tuner.pkl does not match its seal"):
         check_sealed(key, mirror.filesystem, label)
+
+
+def test_a_file_is_accepted_in_any_of_its_last_sealed_versions(experiment: Path):
+    sealed: dict[str, list[str]] = {}
+    for version in range(VERSIONS_KEPT + 1):
+        remember(sealed, seal_entries({"tuner.pkl": b"v%d" % version}, experiment_key()))
+    write_seal(str(experiment), pafs.LocalFileSystem(), sealed)
+    (experiment / "cell0" / "error.pkl").unlink()  # only tuner.pkl is sealed here
+    for name in STATE:
+        (experiment / name).unlink(missing_ok=True)
+    for version in range(1, VERSIONS_KEPT + 1):  # an upload still landing leaves an earlier version
+        (experiment / "tuner.pkl").write_bytes(b"v%d" % version)
+        check_sealed(str(experiment), None, "runs/g/tune/launch-001")
+    (experiment / "tuner.pkl").write_bytes(b"v0")  # older than what the seal keeps
+    assert "tuner.pkl does not match its seal" in refusal(experiment)
+
+
+@dataclass
+class Storage:
+    """What SealState reads of a Tune trial's StorageContext."""
+
+    experiment_fs_path: str
+    experiment_driver_staging_path: str
+    storage_filesystem: pafs.FileSystem = field(default_factory=pafs.LocalFileSystem)
+
+
+def test_each_save_is_sealed_in_storage_before_tune_uploads_it(tmp_path: Path, monkeypatch):
+    """SealState as Tune drives it: the first step sees storage as the fit began, each save (`get_state`) seals
+    the staged files straight into storage; a kill before, during or after the upload leaves a seal that
+    knows each file there, and a file replaced in storage during the run is not blessed."""
+    monkeypatch.setenv("GRIDLAB_CONFIG", str(tmp_path / "settings" / "settings.json"))
+    storage, staging = tmp_path / "launch-001", tmp_path / "staging"
+    storage.mkdir()
+    staging.mkdir()
+    (storage / "tuner.pkl").write_bytes(b"\x80\x05tuner")  # written by Tuner() before the fit
+    (staging / TUNE_SEAL).write_text("a seal a restore copied down")
+    callback = pickle.loads(pickle.dumps(SealState()))  # as Tune saves it in tuner.pkl: without the key
+    callback.on_step_begin(0, [SimpleNamespace(storage=Storage(str(storage), str(staging)))])
+
+    def save(state: bytes, uploaded: list[str]) -> None:
+        (staging / "experiment_state-x.json").write_bytes(state)
+        callback.get_state()
+        assert not (staging / TUNE_SEAL).exists()
+        for name in uploaded:  # Tune's upload, cut short after these files
+            (storage / name).parent.mkdir(exist_ok=True)
+            shutil.copyfile(staging / name, storage / name)
+        check_sealed(str(storage), None, "launch-001")
+
+    save(b'{"save": 1}', uploaded=[])
+    save(b'{"save": 1}', uploaded=["experiment_state-x.json"])
+    save(b'{"save": 2}', uploaded=[])  # killed before the upload: save 1's state, save 2's seal
+    (staging / "cell0").mkdir()
+    (staging / "cell0" / "error.pkl").write_bytes(b"\x80\x05a trial's error")
+    save(b'{"save": 3}', uploaded=["cell0/error.pkl"])
+    (staging / "cell0" / "error.pkl").unlink()  # uploaded, then gone from staging: still sealed
+    save(b'{"save": 4}', uploaded=["experiment_state-x.json"])
+    (storage / "tuner.pkl").write_bytes(b"\x80\x05replaced in the bucket during the run")
+    callback.get_state()
+    assert "tuner.pkl does not match its seal" in refusal_of(storage)
+
+
+def refusal_of(folder: Path) -> str:
+    with pytest.raises(UntrustedExperiment) as raised:
+        check_sealed(str(folder), None, "launch-001")
+    return str(raised.value)
