@@ -8,7 +8,8 @@ loading a model once per cell and writing one Parquet part per analysis and shar
 The pool grows while shards are queued and gives its actors back when the queue is empty, so that idle
 analysis actors never hold CPUs that Tune's training trials are waiting for. Parts that exist are skipped,
 so a relaunch writes nothing new and a deleted part is rewritten alone. An actor that dies is restarted and
-its shard retried (`max_restarts`, `max_task_retries`): a crash costs only the shard in flight.
+its shard retried (`max_restarts`, `max_task_retries`): a crash costs only the shard in flight. An actor whose
+worker imported another gridlab than the driver's (`codebase`) fails each shard it is given, naming both.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ray.exceptions import RayActorError, RayError
 
 from gridlab.analyses.base import Analysis
 from gridlab.analyses.registry import BUILT_IN, IMPLEMENTATIONS
+from gridlab.execution.codebase import Codebase, ForeignCode
 from gridlab.execution.plan import (
     ShardJob,
     check_part_params,
@@ -55,8 +57,12 @@ class AnalysisActor:
         cpus: float,
         gpus: float,
         plugins: dict[str, type[Analysis]],
+        code: Codebase,
         mirror: Mirror | None = None,
     ):
+        self.mismatch = code.mismatch()
+        if self.mismatch is not None:  # nothing of this worker's gridlab runs; `run` fails each shard with why
+            return
         quiet_environment(local_ray=False)
         if mirror is not None:  # results in object storage: upload the parts written here, fetch models
             activate(mirror)
@@ -66,6 +72,8 @@ class AnalysisActor:
         )
 
     def run(self, job: ShardJob) -> ShardOutcome:
+        if self.mismatch is not None:
+            raise ForeignCode(self.mismatch)
         return self.runner.run(job)
 
 
@@ -204,6 +212,7 @@ class AnalysisDispatcher:
             resources.cpu,
             resources.gpu,
             plugins(),
+            Codebase.here(),
             self.grid.mirror,
         )
 

@@ -1,13 +1,14 @@
 """The Tune trainable: a plain function of one cell's parameters that trains it and reports every epoch.
 
-    >>> tune.with_resources(train_cell, {"cpu": 1, "gpu": 0})
+    >>> tune.with_resources(tune.with_parameters(train_cell, code=Codebase.here()), {"cpu": 1, "gpu": 0})
 
 Each epoch reports the dev metrics together with a checkpoint of the whole training state, so a trial
 whose worker dies, or whose driver is killed, resumes from its last finished epoch (`tune.get_checkpoint`).
 The last report carries the final checkpoint: the best epoch's weights, config, dataset reference,
 history and test metrics, computed once on the selected weights. The driver publishes that folder into
 the model store. A NaN/inf loss is a deterministic failure, not a crash: it is reported as the trial's
-final result with its reason (so Tune does not retry it) and the driver records the cell as failed.
+final result with its reason (so Tune does not retry it) and the driver records the cell as failed. So is a
+worker that imported another gridlab than the driver's (`codebase`): the cell fails with both locations.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ray import tune
 from gridlab.config.schema import CellConfig
 from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.errors import resource_fault
+from gridlab.execution.codebase import Codebase
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
@@ -68,9 +70,14 @@ def cell_id_of(trial) -> str:
     return trial.config["trial"]["cell_id"]
 
 
-def train_cell(config: dict[str, Any]) -> None:
+def train_cell(config: dict[str, Any], code: Codebase) -> None:
     """A Tune trial: `_train_cell`, with a full or unwritable disk reported as such (the driver stops the launch
-    with one line) instead of an error that Tune would retry into the same wall."""
+    with one line) instead of an error that Tune would retry into the same wall. `code` is the driver's gridlab:
+    a worker that imported another one fails the cell before it trains (retrying on it would not help)."""
+    mismatch = code.mismatch()
+    if mismatch is not None:
+        _report_failure(mismatch, epoch=0)
+        return
     try:
         _train_cell(config)
     except Exception as error:
