@@ -128,7 +128,10 @@ def test_every_node_installs_gridlab_from_its_lock(config: dict, prepared: dict)
         assert re.fullmatch(r".*pip install -q [A-Za-z0-9_.-]+==[0-9.]+\)?", command), command
     cpu_index = "--extra-index-url https://download.pytorch.org/whl/cpu"  # where the lock's torch==2.13.0+cpu is
     assert any(cpu_index in c for c in installs(prepared["head_setup_commands"]))
-    assert not any("download.pytorch.org" in c for c in installs(prepared["worker_setup_commands"]))
+    workers = installs(prepared["worker_setup_commands"])
+    assert not any("download.pytorch.org" in c for c in workers)
+    # `torch==2.13.0` admits 2.13.0+cpu (PEP 440 ignores local labels): constraints-cuda.txt rules it out
+    assert any(" -c ~/gridlab/constraints-cuda.txt " in c for c in workers)
 
 
 def test_ray_is_the_locks_on_every_node_and_where_ray_up_runs(config: dict):
