@@ -4,6 +4,8 @@ once, so that every run ends complete and FINISHED."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -25,22 +27,53 @@ from tests.execution.conftest import write_grid
 pytestmark = pytest.mark.slow
 
 
+# Bounds for a loaded 2-core machine. Starting: `mlflow server` imports mlflow and creates the sqlite tables
+# (5 s idle). Stopping: what the tests need is the port closed, not every process gone; SIGTERM closes
+# uvicorn's listening socket first, and a server still listening after SERVER_STOP_S is killed (SIGKILL, which
+# no load delays for long) and must have let the port go SERVER_KILL_S later.
+SERVER_START_S = 120
+SERVER_STOP_S = 60
+SERVER_KILL_S = 30
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
+def listening(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:port."""
+    with socket.socket() as probe:
+        probe.settimeout(2)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_closed(port: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while listening(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 @contextmanager
 def mlflow_server(port: int, folder: Path) -> Iterator[str]:
-    """`mlflow server` on 127.0.0.1:port with a sqlite store in `folder`, until the block ends."""
+    """`mlflow server` on 127.0.0.1:port with a sqlite store in `folder`, until the block ends.
+
+    Two processes (the mlflow CLI and one uvicorn worker, no job runner) instead of the default 15, in a
+    process group of their own so that stopping reaches both."""
     folder.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port)]
+    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     command += ["--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}", "--artifacts-destination", str(folder)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True
+    )
     uri = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + SERVER_START_S
         while True:
             try:
                 with urllib.request.urlopen(f"{uri}/health", timeout=2) as answer:
@@ -48,12 +81,28 @@ def mlflow_server(port: int, folder: Path) -> Iterator[str]:
                         break
             except OSError:
                 if time.monotonic() > deadline or process.poll() is not None:
-                    raise AssertionError("mlflow server did not start") from None
+                    raise AssertionError(f"mlflow server did not answer within {SERVER_START_S} s") from None
                 time.sleep(0.5)
         yield uri
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        stop_server(process, port)
+
+
+def stop_server(process: subprocess.Popen, port: int) -> None:
+    """SIGTERM to the server's group; wait for its port to close, not for its processes to exit; then SIGKILL
+    whatever of the group is left, so that no server outlives the test, and reap the CLI process."""
+    signal_group(process, signal.SIGTERM)
+    closed = wait_closed(port, SERVER_STOP_S)
+    signal_group(process, signal.SIGKILL)
+    assert closed or wait_closed(port, SERVER_KILL_S), f"127.0.0.1:{port} still listens after SIGKILL"
+    process.wait(timeout=SERVER_KILL_S)  # killed: only the kernel's bookkeeping is left
+
+
+def signal_group(process: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)  # start_new_session: the group's id is the CLI process's pid
+    except ProcessLookupError:
+        pass  # the whole group has exited
 
 
 def test_records_wait_while_the_server_is_down_and_are_sent_once_when_it_is_back(tmp_path: Path):
