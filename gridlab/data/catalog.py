@@ -27,6 +27,8 @@ from gridlab.data.synthetic import SyntheticConfig, SyntheticReader
 SYNTHETIC = "synthetic"
 NLI_LABELS_LOWER = ("entailment", "neutral", "contradiction")
 IMDB_RATINGS = ("1", "2", "3", "4", "7", "8", "9", "10")  # the release has no 5- or 6-star reviews
+NLI_CLASSES = ("entailment", "neutral", "contradiction")
+POLARITY = ("negative", "positive")
 TRAIN_DEV_TEST = ("train", "dev", "test")
 TRAIN_TEST = ("train", "test")
 
@@ -74,6 +76,7 @@ _SPECS = [
         official_splits=TRAIN_DEV_TEST,
         expected_rows={"train": 6920, "dev": 872, "test": 1821},
         label_names=("0", "1"),
+        class_names=POLARITY,
         preprocessing=Preprocessing(min_count=1, min_length=5),
     ),
     DatasetSpec(
@@ -86,6 +89,7 @@ _SPECS = [
         official_splits=TRAIN_DEV_TEST,
         expected_rows={"train": 8544, "dev": 1101, "test": 2210},
         label_names=("0", "1", "2", "3", "4"),
+        class_names=("very negative", "negative", "neutral", "positive", "very positive"),
         preprocessing=Preprocessing(min_count=1, min_length=5),
     ),
     DatasetSpec(
@@ -98,6 +102,7 @@ _SPECS = [
         official_splits=TRAIN_TEST,
         expected_rows={"train": 25000, "test": 25000},
         label_names=("neg", "pos"),
+        class_names=POLARITY,
         preprocessing=Preprocessing(min_count=10, min_length=6),
     ),
     DatasetSpec(
@@ -110,6 +115,7 @@ _SPECS = [
         official_splits=TRAIN_TEST,
         expected_rows={"train": 25000, "test": 25000},
         label_names=IMDB_RATINGS,
+        class_names=tuple(f"{r} star" + ("s" if r != "1" else "") for r in IMDB_RATINGS),
         preprocessing=Preprocessing(min_count=10, min_length=6),
     ),
     DatasetSpec(
@@ -122,6 +128,7 @@ _SPECS = [
         official_splits=TRAIN_TEST,
         expected_rows={"train": 1197, "test": 796},
         label_names=("rec.sport.baseball", "rec.sport.hockey"),
+        class_names=("baseball", "hockey"),
         preprocessing=Preprocessing(min_count=2, min_length=6, max_length=500),
     ),
     DatasetSpec(
@@ -136,6 +143,7 @@ _SPECS = [
         expected_rows={"train": 60000, "test": 3800},
         unfetchable=("train",),
         label_names=("World", "Business"),
+        class_names=("World", "Business"),
         preprocessing=Preprocessing(min_count=5),
         keep=_agnews_binary,
     ),
@@ -151,6 +159,7 @@ _SPECS = [
         expected_rows={"train": 120000, "test": 7600},
         unfetchable=("train",),
         label_names=("World", "Sports", "Business", "Sci/Tech"),
+        class_names=("World", "Sports", "Business", "Sci/Tech"),
         preprocessing=Preprocessing(min_count=5),
     ),
     _babi(1),
@@ -166,6 +175,7 @@ _SPECS = [
         official_splits=TRAIN_DEV_TEST,
         expected_rows={"train": 4439, "dev": 495, "test": 4906},
         label_names=("ENTAILMENT", "NEUTRAL", "CONTRADICTION"),
+        class_names=NLI_CLASSES,
     ),
     DatasetSpec(
         id="snli",
@@ -177,6 +187,7 @@ _SPECS = [
         official_splits=TRAIN_DEV_TEST,
         expected_rows={"train": 549367, "dev": 9842, "test": 9824},
         label_names=NLI_LABELS_LOWER,
+        class_names=NLI_CLASSES,
     ),
     DatasetSpec(
         id="esnli",
@@ -188,6 +199,7 @@ _SPECS = [
         official_splits=TRAIN_DEV_TEST,
         expected_rows={"train": 549367, "dev": 9842, "test": 9824},
         label_names=NLI_LABELS_LOWER,
+        class_names=NLI_CLASSES,
     ),
     DatasetSpec(
         id="movies",
@@ -199,6 +211,7 @@ _SPECS = [
         official_splits=TRAIN_DEV_TEST,
         expected_rows={"train": 1600, "dev": 200, "test": 200},
         label_names=("neg", "pos"),
+        class_names=POLARITY,
         preprocessing=Preprocessing(min_count=2),
         has_rationales=True,
     ),
