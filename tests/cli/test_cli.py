@@ -54,6 +54,7 @@ def in_tmp(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> P
         ["data", "check"],
         ["data", "fetch"],
         ["track"],
+        ["ui"],
         ["config"],
         ["config", "set"],
     ],
