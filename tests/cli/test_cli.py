@@ -288,8 +288,14 @@ def test_fetch_refuses_a_corrupt_download_and_keeps_nothing(in_tmp: Path, mirror
 
 def test_fetch_without_a_mirror_or_with_a_dead_one_is_clear(in_tmp: Path, monkeypatch):
     monkeypatch.delenv("GRIDLAB_DATA_MIRROR", raising=False)
-    result = run("data", "fetch", "sst", "--data-dir", str(in_tmp / "d"))
-    assert result.exit_code == 1 and "no mirror to fetch 'sst' from" in result.stderr
+    for spec in (s for s in DATASETS.values() if s.files):  # one line: where the release is, where it goes
+        result = run("data", "fetch", spec.id, "--data-dir", str(in_tmp / "d"))
+        assert result.exit_code == 1 and len(result.stderr.splitlines()) == 1, result.stderr
+        said = result.stderr
+        assert f"no mirror to fetch '{spec.id}' from" in said and spec.release in said
+        assert f"in {in_tmp / 'd' / spec.folder}/" in said and f"(see docs/datasets.md#{spec.folder} " in said
+        assert all(f.path in said for f in spec.files)
+    assert "aclImdb_v1_labeled.tar.gz (or aclImdb_v1.tar.gz) in" in run("data", "fetch", "imdb").stderr
     result = run("data", "fetch", "sst", "--data-dir", str(in_tmp / "d"), "--mirror", "http://127.0.0.1:9/x")
     assert result.exit_code == 1 and "download failed" in result.stderr
     assert not (in_tmp / "d").exists()  # nothing left behind: no partial file, not even an empty folder

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 
 from gridlab.data.catalog import DATASETS
 from gridlab.data.config import DataConfig
@@ -43,3 +45,23 @@ def test_class_names_change_neither_the_labels_read_nor_the_cache():
     keys = {cache_key(s, check_presence(s, EMBEDDED_DATA, config), config) for s in (spec, unnamed)}
     assert len(keys) == 1
     assert spec.label_names == ("0", "1")  # what the stsa files hold: renaming them would fail every read
+
+
+def sections(markdown: str) -> dict[str, str]:
+    """`## heading` -> the text under it, up to the next such heading."""
+    parts = re.split(r"^## (.+)$", markdown, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_the_datasets_page_has_a_section_per_data_folder():
+    """docs/datasets.md: what `gridlab data fetch` points at (`#<folder>`): each dataset's id, release, files
+    and class names are in its folder's section."""
+    page = sections((Path(__file__).resolve().parents[2] / "docs" / "datasets.md").read_text())
+    for spec in DATASETS.values():
+        section = page[spec.folder or spec.id]
+        assert f"`{spec.id}`" in section, spec.id
+        assert spec.files == () or spec.release, spec.id
+        for release_file in spec.files:
+            assert all(f"`{name}`" in section for name in (release_file.path, *release_file.names)), spec.id
+        for name in spec.class_names or ():
+            assert name in section, (spec.id, name)
