@@ -12,9 +12,10 @@ experiment's `mlflow.experimentKind` tag alone is not enough: the switch remembe
 browser's storage, and GenAI is its default.
 
 The server is `mlflow server` in a child process, bound to 127.0.0.1 only, with one worker, no job runner
-and no telemetry: two processes, up in seconds (MLflow's defaults start fifteen and take about 18 s on two
-cores). The experiment is found over the server's REST API, so this module needs no mlflow import. A
-tracking URI that is a server already (http, https) is not served again: its URL is given.
+and no telemetry: two processes instead of the fifteen MLflow's defaults start. On two cores shared with
+other work (load 5-6) it answered 17-25 s after `gridlab ui` started, most of it the server's own start.
+The experiment is found over the server's REST API, so this module needs no mlflow import. A tracking URI
+that is a server already (http, https) is not served again: its URL is given.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from gridlab.errors import BadInput, GridlabError
 HOST = "127.0.0.1"
 DEFAULT_PORT = 5000
 PORTS_TRIED = 100  # the default port and the next 99: the first free one is taken
-START_TIMEOUT_S = 180.0  # two busy cores: about 10 s; a cold disk and a loaded machine take longer
+START_TIMEOUT_S = 180.0  # two busy cores: about 20 s; a cold disk and a more loaded machine take longer
 STOP_TIMEOUT_S = 15.0
 SERVER_ENVIRONMENT = {
     "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",  # no job runner processes: a UI needs none
@@ -81,7 +82,10 @@ def experiment_id(base: str, name: str, timeout: float = 10.0) -> str | None:
 
 
 def port_free(port: int) -> bool:
+    """Whether a server could listen on 127.0.0.1:port now. SO_REUSEADDR, as the server itself binds: the
+    connections of a UI stopped a moment ago (TIME_WAIT) do not hold the port, a listening socket does."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((HOST, port))
         except OSError:

@@ -28,7 +28,7 @@ from gridlab.grid.expand import ExpandedGrid, expand
 from gridlab.grid.load import load_grid_file
 from gridlab.tracking.journal import TrackingJournal
 from gridlab.tracking.runs import Tracker
-from gridlab.tracking.ui import answers, free_port
+from gridlab.tracking.ui import answers, free_port, port_free
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -174,3 +174,19 @@ def test_the_store_is_the_one_a_launch_tracks_to(tmp_path: Path):
     for settings in ({}, {"tracking_uri": "sqlite:////elsewhere/mlflow.db"}):
         grid = expanded(grid_file(tmp_path, **settings))
         assert grid_tracking_uri(grid) == tracking_uri(grid)
+
+
+def test_a_port_a_stopped_server_left_is_free_again():
+    """The connections a stopped UI served wait in TIME_WAIT for a minute: they must not make `gridlab ui`
+    refuse its port (or move the default to another) when it starts again."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn, MLflow's server, binds
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    served, _ = listener.accept()
+    served.close()  # the server's end closes first, as a server that stops does: it waits in TIME_WAIT
+    client.close()
+    listener.close()
+    assert port_free(port) and free_port(port) == port
