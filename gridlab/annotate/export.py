@@ -16,14 +16,14 @@ conditions. Each instance gives two items:
   the permuted weights.
 
 An item shows the instance's tokens with its TOP_K highest-weighted tokens in [[double brackets]], those
-tokens in rank order, and the prediction as the dataset's label name. The items of every cell are shuffled
-together with a fixed seed and numbered in that order, so neither an id nor a row tells the condition;
-`key.parquet` (never handed out) maps item ids to cell, instance, condition, top token positions (indices
-into the instance's `tokens`), gold label and prediction. The top tokens are the first of the row's
-`alpha_order` / `permuted_order`, which follow the project's one tie rule
-(`gridlab.analyses.ranking.descending_order`): weights within 1e-5 of the instance's largest weight of each
-other tie and go to the earlier token, so float noise cannot reorder equal weights and the top tokens are
-reproducible.
+tokens in rank order, and the prediction by the dataset's class name (`class_names` in
+`gridlab.data.catalog`: "negative", not the files' "0"). The items of every cell are shuffled together with a
+fixed seed and numbered in that order, so neither an id nor a row tells the condition; `key.parquet` (never
+handed out) maps item ids to cell, instance, condition, top token positions (indices into the instance's
+`tokens`), gold label and prediction. The top tokens are the first of the row's `alpha_order` /
+`permuted_order`, which follow the project's one tie rule (`gridlab.analyses.ranking.descending_order`):
+weights within 1e-5 of the instance's largest weight of each other tie and go to the earlier token, so float
+noise cannot reorder equal weights and the top tokens are reproducible.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from gridlab.annotate.files import INSTRUCTIONS, ITEMS, KEY
 from gridlab.config.schema import CellConfig
+from gridlab.data.catalog import DATASETS
 from gridlab.errors import BadInput, GridlabError
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.grid.suggest import unknown
@@ -175,9 +176,12 @@ def export_cells(
 
 
 def class_names(frame: pd.DataFrame) -> dict[int, str]:
-    """Class index -> name, as the rows name their labels and predictions, in index order."""
+    """Class index -> the name a reader sees, in index order: the rows name labels and predictions as the
+    dataset's files do ("0", "neg"), and the catalog's `class_names` say what those mean ("negative")."""
+    spec = DATASETS.get(str(frame["dataset"].iloc[0]))
     pairs = zip([*frame["label"], *frame["pred"]], [*frame["label_name"], *frame["pred_name"]])
-    return dict(sorted({int(index): str(name) for index, name in pairs}.items()))
+    named = {int(index): spec.class_name(str(name)) if spec else str(name) for index, name in pairs}
+    return dict(sorted(named.items()))
 
 
 def sample_rows(cell_id: str, frame: pd.DataFrame, n: int) -> np.ndarray:

@@ -4,6 +4,7 @@ gridlab validate grids/quick.yaml
 gridlab plan grids/quick.yaml
 gridlab data list
 gridlab report grids/quick.yaml
+gridlab ui grids/quick.yaml
 gridlab fidelity grids/jain_wallace.yaml grids/meister.yaml --out docs/fidelity.md
 """
 
@@ -20,6 +21,7 @@ from gridlab.cli import (
     grid_commands,
     report_commands,
     run_commands,
+    ui_commands,
 )
 from gridlab.runtime import stop_on_sigterm
 
@@ -37,6 +39,7 @@ app.command()(run_commands.launch)
 app.command()(run_commands.analyze)
 app.command()(run_commands.status)
 app.command()(run_commands.track)
+app.command()(ui_commands.ui)
 app.command()(report_commands.report)
 app.command()(fidelity_commands.fidelity)
 app.add_typer(data_commands.app, name="data")

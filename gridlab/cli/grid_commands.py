@@ -56,6 +56,36 @@ def uploading(expanded: ExpandedGrid) -> Iterator[None]:
             upload_pending(mirror, expanded.spec.name)
 
 
+def results_folder(expanded: ExpandedGrid) -> tuple[str, bool]:
+    """The line that says which results folder a command read (`results: /abs/runs/quick/`), and whether it
+    exists. A relative results_dir is read from the current folder, so a grid run from elsewhere finds nothing
+    there: the line then says so, and how to read the right one, instead of reporting every cell pending."""
+    folder = expanded.results_dir.absolute()
+    line = f"results: {folder}/"
+    if (mirror := expanded.mirror) is not None:
+        line += f" (the local copy of {mirror.uri})"
+    if folder.is_dir():
+        return line, True
+    line += f" does not exist: nothing of grid '{expanded.spec.name}' was trained or analysed there"
+    configured = expanded.spec.results_dir
+    if mirror is None and not Path(configured).is_absolute():
+        line += (
+            f"; results_dir '{configured}' is relative, read from the current folder ({Path.cwd()}): run the "
+            "command from the folder the grid was launched from, or give the grid an absolute results_dir"
+        )
+    return line, False
+
+
+def say_results_folder(expanded: ExpandedGrid, as_json: bool) -> None:
+    """The results folder read: a line of the output, or, beside JSON lines, a warning on stderr when it is
+    missing (stdout stays one JSON object per line)."""
+    line, exists = results_folder(expanded)
+    if not as_json:
+        echo(line)
+    elif not exists:
+        warn(line)
+
+
 def applicable(expanded: ExpandedGrid, cell: Cell) -> list[str]:
     config = cell.config.model_dump()
     return [a for a in expanded.analyses if ANALYSES[a].applies(config)]
@@ -110,6 +140,7 @@ def plan(
                     sort_keys=True,
                 )
             )
+        say_results_folder(expanded, as_json=True)
         return
     console.print(_cells_table(expanded, states, copied))
     _print_counts(expanded, states, copied, calibrate)
@@ -210,4 +241,5 @@ def _print_counts(expanded: ExpandedGrid, states: dict[str, str], copied: dict[s
     echo(f"left, at {where}: {left.describe()}")
     if left.train_unknown or left.analysis_unknown:
         echo(f"  `gridlab plan {expanded.file} --calibrate` times a few batches of each kind not measured yet")
-    echo(f"results: {expanded.results_dir}/   data: {expanded.data_dir}/")
+    say_results_folder(expanded, as_json=False)
+    echo(f"data: {expanded.data_dir.absolute()}/")

@@ -1,11 +1,14 @@
-"""Terminal output for the CLI: the only place that prints. User errors become plain lines on stderr."""
+"""Terminal output for the CLI: the only place that prints. User errors become plain lines on stderr, and a
+closed stdout (`gridlab plan GRID | head`) ends a command quietly."""
 
 from __future__ import annotations
 
 import functools
+import os
+import select
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -60,7 +63,8 @@ def warn(text: str) -> None:
 
 
 def user_errors(command: F) -> F:
-    """Domain errors end the command with their lines on stderr and their exit code, no traceback."""
+    """Domain errors end the command with their lines on stderr and their exit code, no traceback; a reader
+    that closed stdout early (`| head`) ends it quietly with exit 0."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
@@ -70,6 +74,10 @@ def user_errors(command: F) -> F:
             for line in error.lines():
                 typer.echo(line, err=True)
             raise typer.Exit(error.exit_code) from None
+        except BrokenPipeError:
+            if not stdout_closed():  # a pipe to another process (a server, a worker) broke: not the reader's doing
+                raise
+            end_quietly()
         except KeyboardInterrupt:  # Ctrl-C outside Ray Tune's own handling: what was written is complete
             typer.echo("interrupted: finished cells and parts are kept; run the command again to resume", err=True)
             raise typer.Exit(Interrupted.exit_code) from None
@@ -81,3 +89,24 @@ def user_errors(command: F) -> F:
             raise typer.Exit(fault.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def stdout_closed() -> bool:
+    """Whoever read stdout is gone (`gridlab status --json | head -1` after its line): poll reports an error on
+    the write end of a pipe that has no reader left."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # captured output (tests) has no descriptor
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def end_quietly() -> NoReturn:
+    """End the command with exit 0 and nothing on stderr: the reader took what it wanted, as `head` does. What
+    is left in stdout's buffer goes to /dev/null, so Python's last flush at exit finds no closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    raise typer.Exit(0)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gridlab.cli.grid_commands import GridArg, WhereOption, load
+from gridlab.cli.grid_commands import GridArg, WhereOption, load, say_results_folder
 from gridlab.cli.output import echo, user_errors
 
 
@@ -23,7 +23,9 @@ def report(
     """Build the report: one section per paper from the grid's Parquet rows, and what is missing."""
     from gridlab.report.build import build_report  # matplotlib and the sections load only for this command
 
-    summary = build_report(load(grid, where, check_data=False), out)  # rows suffice; heatmaps say if data is absent
+    expanded = load(grid, where, check_data=False)  # rows suffice; heatmaps say if data is absent
+    say_results_folder(expanded, as_json=False)  # first: a missing folder explains an empty report
+    summary = build_report(expanded, out)
     echo(f"report: {summary.index}")
     echo(f"fidelity: {summary.fidelity} ({summary.out / 'fidelity.md'})")
     echo(

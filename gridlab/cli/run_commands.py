@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from gridlab.cli.grid_commands import GridArg, JsonOption, WhereOption, load, uploading
+from gridlab.cli.grid_commands import GridArg, JsonOption, WhereOption, load, say_results_folder, uploading
 from gridlab.cli.output import LiveBoard, console, echo, user_errors
 from gridlab.errors import BadInput
 from gridlab.grid.expand import ID_LENGTH, ExpandedGrid
@@ -167,6 +167,7 @@ def status(grid: GridArg, where: WhereOption = None, as_json: JsonOption = False
     if as_json:
         for record in records:
             echo(json.dumps(record, sort_keys=True))
+        say_results_folder(expanded, as_json=True)
         return
     table = Table(title=f"{expanded.spec.name}: {counted(len(expanded.cells), 'cell')}", title_justify="left")
     for column in ("cell", "dataset", "encoder", "attention", "seed", "state", "detail", "checkpoint / MLflow run"):
@@ -180,3 +181,4 @@ def status(grid: GridArg, where: WhereOption = None, as_json: JsonOption = False
     console.print(table)
     states = [r["state"] for r in records]
     echo(f"{states.count('trained')} trained, {states.count('failed')} failed, {states.count('pending')} pending")
+    say_results_folder(expanded, as_json=False)

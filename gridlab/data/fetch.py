@@ -24,6 +24,7 @@ from gridlab.errors import ChecksumError, DataError
 from gridlab.store.atomic import replaced
 
 MIRROR_ENV = "GRIDLAB_DATA_MIRROR"
+DATASETS_DOC = "docs/datasets.md"  # a section per data folder: what it is, where from, the files, the terms
 TIMEOUT_S = 60
 
 
@@ -44,8 +45,9 @@ def fetch_dataset(
         raise DataError(f"dataset '{spec.id}' is generated and has no files to fetch")
     if not mirror:
         raise DataError(
-            f"no mirror to fetch '{spec.id}' from: pass --mirror URL or set {MIRROR_ENV} "
-            f"(a server laid out as <mirror>/{spec.folder}/{spec.files[0].path})"
+            f"no mirror to fetch '{spec.id}' from (--mirror URL or ${MIRROR_ENV}); its release comes from "
+            f"{spec.release}: put {expected_files(spec)} in {data_dir / spec.folder}/ "
+            f"(see {DATASETS_DOC}#{spec.folder} in gridlab's repository)"
         )
     folder = data_dir / spec.folder
     base_url = f"{mirror.rstrip('/')}/{spec.folder}"
@@ -54,6 +56,11 @@ def fetch_dataset(
         for release_file in spec.files:
             fetched.append(_fetch_file(release_file, folder, f"{base_url}/{release_file.path}", progress))
     return fetched
+
+
+def expected_files(spec: DatasetSpec) -> str:
+    """The file names gridlab reads in the dataset's folder, with the other names each one may have."""
+    return ", ".join(f.path + (f" (or {' or '.join(f.names)})" if f.names else "") for f in spec.files)
 
 
 @contextmanager

@@ -74,7 +74,13 @@ class DatasetSpec:
     configure: builds the reader from a resolved `DataConfig` where parameters change what is read.
     keep: a filter on raw labels (J&W's binary subsets of AG News and 20News); None keeps all.
     label_names: the readers' label strings in class-index order; None means "the sorted labels of
-        train" (bAbI answers).
+        train" (bAbI answers). They are what the files say ("0", "neg"): they decide how labels are read and
+        are stored with prepared data and trained models, so they never change for the sake of a reader.
+    class_names: what a person reads for each class, in the same order as `label_names` ("negative",
+        "positive"); None where the labels are words already (bAbI answers) or mean nothing but their
+        number (the generated task). Shown, never read back: renaming a class changes no cell id or cache.
+    release: where the original public release comes from, in one phrase (`gridlab data fetch` says it when
+        it has no mirror to fetch from; docs/datasets.md has a section per data folder).
     unfetchable: official splits whose release file gridlab knows no verified copy of (AG News's train
         split: only its test file is in the shared data), so `gridlab data fetch` cannot bring them.
     """
@@ -93,6 +99,18 @@ class DatasetSpec:
     has_rationales: bool = False
     configure: Callable[[DataConfig], SourceReader] | None = None
     unfetchable: tuple[str, ...] = ()
+    class_names: tuple[str, ...] | None = None
+    release: str = ""
+
+    def __post_init__(self) -> None:
+        if self.class_names is not None and len(self.class_names) != len(self.label_names or ()):
+            raise ValueError(f"{self.id}: {len(self.class_names)} class names for labels {self.label_names}")
+
+    def class_name(self, label: str) -> str:
+        """The human-readable name of a label string as the readers give it (itself where there is none)."""
+        if self.class_names is None or self.label_names is None or label not in self.label_names:
+            return label
+        return self.class_names[self.label_names.index(label)]
 
     def reader_for(self, config: DataConfig) -> SourceReader:
         """The reader for a resolved data config (bAbI's size and the synthetic task depend on it)."""

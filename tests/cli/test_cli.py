@@ -6,7 +6,11 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
+import shlex
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +54,7 @@ def in_tmp(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> P
         ["data", "check"],
         ["data", "fetch"],
         ["track"],
+        ["ui"],
         ["config"],
         ["config", "set"],
     ],
@@ -283,8 +288,14 @@ def test_fetch_refuses_a_corrupt_download_and_keeps_nothing(in_tmp: Path, mirror
 
 def test_fetch_without_a_mirror_or_with_a_dead_one_is_clear(in_tmp: Path, monkeypatch):
     monkeypatch.delenv("GRIDLAB_DATA_MIRROR", raising=False)
-    result = run("data", "fetch", "sst", "--data-dir", str(in_tmp / "d"))
-    assert result.exit_code == 1 and "no mirror to fetch 'sst' from" in result.stderr
+    for spec in (s for s in DATASETS.values() if s.files):  # one line: where the release is, where it goes
+        result = run("data", "fetch", spec.id, "--data-dir", str(in_tmp / "d"))
+        assert result.exit_code == 1 and len(result.stderr.splitlines()) == 1, result.stderr
+        said = result.stderr
+        assert f"no mirror to fetch '{spec.id}' from" in said and spec.release in said
+        assert f"in {in_tmp / 'd' / spec.folder}/" in said and f"(see docs/datasets.md#{spec.folder} " in said
+        assert all(f.path in said for f in spec.files)
+    assert "aclImdb_v1_labeled.tar.gz (or aclImdb_v1.tar.gz) in" in run("data", "fetch", "imdb").stderr
     result = run("data", "fetch", "sst", "--data-dir", str(in_tmp / "d"), "--mirror", "http://127.0.0.1:9/x")
     assert result.exit_code == 1 and "download failed" in result.stderr
     assert not (in_tmp / "d").exists()  # nothing left behind: no partial file, not even an empty folder
@@ -368,3 +379,58 @@ def test_an_unwritable_mlflow_store_folder_is_one_line(in_tmp: Path):
     result = run("validate", str(grid))
     assert result.exit_code == 2
     assert f"{grid}: tracking_uri: the MLflow store's folder: {in_tmp / 'blocker'} is a file" in result.output
+
+
+def publish_trained(results: Path, grid: Path, count: int) -> None:
+    """The first `count` cells of the grid published as a finished trial leaves them."""
+    from gridlab.grid.expand import expand
+    from gridlab.grid.load import load_grid_file
+    from gridlab.store.models import ModelStore
+
+    expanded = expand(load_grid_file(grid), str(grid), check_data=False)
+    store = ModelStore(results / expanded.spec.name / "models")
+    for cell in expanded.cells[:count]:
+        metrics = {"test_accuracy": 0.5}
+        rows = {"rows": {"test": 1800}}  # what `plan` reads of a trained cell: its test split's size
+        store.publish_trained(cell.id, config={}, weights={}, data_json=rows, metrics=metrics, history=[])
+
+
+def test_status_plan_and_report_say_which_results_folder_they_read(in_tmp: Path):
+    """quick.yaml's results_dir is relative: read from another folder, nothing is there, and they say so."""
+    grid = str(REPO / "grids" / "quick.yaml")
+    missing = f"results: {in_tmp / 'runs' / 'quick'}/ does not exist: nothing of grid 'quick' was trained"
+    relative = f"results_dir 'runs' is relative, read from the current folder ({in_tmp})"
+    for command in (["status"], ["plan"]):
+        result = run(*command, grid)
+        assert result.exit_code == 0, result.output
+        assert missing in result.stdout and relative in result.stdout
+        as_json = run(*command, grid, "--json")  # stdout stays JSON lines; the folder is named on stderr
+        assert all(json.loads(line) for line in as_json.stdout.splitlines())
+        assert as_json.stderr.startswith(f"warning: {missing}") and relative in as_json.stderr
+    reported = run("report", grid)
+    assert reported.exit_code == 0 and reported.stdout.startswith(missing)  # before the empty report it explains
+    publish_trained(in_tmp / "runs", REPO / "grids" / "quick.yaml", 1)
+    for command in (["status"], ["plan"], ["report"]):
+        result = run(*command, grid)
+        assert f"results: {in_tmp / 'runs' / 'quick'}/\n" in result.stdout and "does not exist" not in result.output
+    assert run("status", grid, "--json").stderr == ""
+
+
+def test_a_closed_pipe_ends_a_command_quietly(tmp_path: Path):
+    """`| head` reads one line and leaves: the command stops with exit 0 and nothing on stderr. A real pipe:
+    1000 cells make more output than the pipe holds, so the writer always meets the closed end."""
+    grid = tmp_path / "many.yaml"
+    axes = {"dataset": ["synthetic"], "encoder": ["average", "lstm"], "seed": list(range(500))}
+    grid.write_text(yaml.safe_dump({"name": "many", "results_dir": str(tmp_path / "runs"), "grid": axes}))
+    (tmp_path / "runs" / "many").mkdir(parents=True)
+    gridlab = f"{shlex.quote(sys.executable)} -m gridlab"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    firsts = []
+    for command, keep in ((f"status --json {grid}", 1), (f"plan {grid}", 3)):
+        script = f"{gridlab} {command} 2>{tmp_path / 'err'} | head -{keep}; echo ${{PIPESTATUS[0]}} >{tmp_path / 'rc'}"
+        shown = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert (tmp_path / "rc").read_text().strip() == "0", (tmp_path / "err").read_text()
+        assert (tmp_path / "err").read_text() == "" and shown.stderr == ""
+        assert len(shown.stdout.splitlines()) == keep
+        firsts.append(shown.stdout.splitlines()[0])
+    assert json.loads(firsts[0])["state"] == "pending" and firsts[1].startswith("many: 1000 cells")
