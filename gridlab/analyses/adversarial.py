@@ -75,6 +75,7 @@ from gridlab.analyses.common import (
     instance_generator,
     jsd,
     linear_output,
+    measured,
     object_column,
     tvd,
 )
@@ -540,13 +541,15 @@ def _reference_select(
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model (J&W Fig. 4-5): the eps-max JSD's mean and median, and the share of instances whose
     adversarial attention is far from the original (JSD > 0.5; the bound is ln 2)."""
-    jsd_values = rows["jsd_eps_max"].astype(float)
-    return {
-        "jsd_eps_max_mean": float(jsd_values.mean()),
-        "jsd_eps_max_median": float(jsd_values.median()),
-        "jsd_above_half": float((jsd_values > 0.5).mean()),
-        "steps_run_mean": float(rows["steps_run"].astype(float).mean()),
-    }
+    jsd_values = rows["jsd_eps_max"].dropna().astype(float)  # null: no candidate within eps
+    return measured(
+        {
+            "jsd_eps_max_mean": jsd_values.mean(),
+            "jsd_eps_max_median": jsd_values.median(),
+            "jsd_above_half": (jsd_values > 0.5).mean(),
+            "steps_run_mean": rows["steps_run"].dropna().astype(float).mean(),
+        }
+    )
 
 
 class Adversarial(InstanceAnalysis[AdversarialParams]):

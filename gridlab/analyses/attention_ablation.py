@@ -23,7 +23,14 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
-from gridlab.analyses.common import decode_many, forward_once, instance_generator, instance_seed, pass_from
+from gridlab.analyses.common import (
+    decode_many,
+    forward_once,
+    instance_generator,
+    instance_seed,
+    measured,
+    pass_from,
+)
 from gridlab.analyses.permutation import permute, unmasked_first
 from gridlab.catalog.analyses import ANALYSES, AttentionAblationParams
 from gridlab.data.batching import Batch, iterate_batches
@@ -175,7 +182,7 @@ def run_model(context: AnalysisContext[AttentionAblationParams], data: PreparedD
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    return {f"{row['mode']}_{row['metric']}": float(row["value"]) for row in rows.to_dict("records")}
+    return measured({f"{row['mode']}_{row['metric']}": float(row["value"]) for row in rows.to_dict("records")})
 
 
 def reference_accuracy(context: AnalysisContext, data: PreparedDataset, mode: str) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,12 +97,21 @@ def object_column(values: list) -> np.ndarray:
 
 
 def column_means(rows: pd.DataFrame, columns: Iterable[str]) -> dict[str, float]:
-    """`<column>_mean` per column: its mean over the rows where it is defined, NaN where it is nowhere."""
+    """`<column>_mean` per column: its mean over the rows where it is defined; no entry where it is nowhere
+    (a ranking or pair not requested, no rows at all)."""
     means = {}
     for column in columns:
         values = rows[column].dropna().astype(float)
-        means[f"{column}_mean"] = float(values.mean()) if len(values) else float("nan")
+        if len(values):
+            means[f"{column}_mean"] = float(values.mean())
     return means
+
+
+def measured(summary: Mapping[str, float]) -> dict[str, float]:
+    """`summary` without the numbers nothing was measured for (NaN: the mean of no values, a share of no
+    instances): a summary has no entry for them, so summary.parquet holds a null, MLflow no metric and a
+    report a blank, never a 0 or a NaN that reads as a result."""
+    return {name: float(value) for name, value in summary.items() if not math.isnan(value)}
 
 
 def decode_many(model: AttentionClassifier, shared: SharedPass, alphas: torch.Tensor) -> torch.Tensor:

@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
-from gridlab.analyses.common import forward_once, instance_seed
+from gridlab.analyses.common import forward_once, instance_seed, measured
 from gridlab.catalog.analyses import ANALYSES, DiagnosticMlpParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
@@ -212,11 +212,13 @@ def run_model(context: Context, data: PreparedDataset) -> dict[str, list]:
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    return {
-        f"{row['variant']}_{metric}": float(row[metric])
-        for row in rows.to_dict("records")
-        for metric in ("accuracy", "f1_macro")
-    }
+    return measured(
+        {
+            f"{row['variant']}_{metric}": float(row[metric])
+            for row in rows.to_dict("records")
+            for metric in ("accuracy", "f1_macro")
+        }
+    )
 
 
 class DiagnosticMlpAnalysis(ModelAnalysis[DiagnosticMlpParams]):

@@ -199,13 +199,14 @@ def _columns(
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    """Per model and ranking: the mean AOPC of comprehensiveness and of sufficiency (NaN for a ranking not
-    computed), and the mean and largest completeness gap of the integrated gradients."""
+    """Per model and ranking: the mean AOPC of comprehensiveness and of sufficiency (no entry for a ranking
+    not computed), and the mean and largest completeness gap of the integrated gradients (if computed)."""
     summary = column_means(
         rows, [*(f"aopc_{kind}_{name}" for name in RANKINGS for kind in KINDS), "integrated_gradients_gap"]
     )
     gap = rows["integrated_gradients_gap"].dropna().astype(float)
-    summary["integrated_gradients_gap_max"] = float(gap.max()) if len(gap) else float("nan")
+    if len(gap):
+        summary["integrated_gradients_gap_max"] = float(gap.max())
     return summary
 
 

@@ -27,6 +27,9 @@ the zero vector (S&S §5.3). When the remaining weights sum to 0 although items 
 gave them no weight), there is nothing to renormalise either and the context is the zero vector too.
 Both columns are null when no k flips (§5.3 excludes these) and for T = 1 (§5.3: one possible ordering).
 Every ranking always has its columns, so the schema is fixed; rankings not in `params.rankings` are null.
+A null is thus either "never flipped" or "not tried": `measured` lists what was tried on the instance (the
+requested rankings that apply, for T >= 2; `exact` for 2 <= T <= `exact_max_len`), and `summarize` counts
+flips among those instances only, with no number for what no instance tried.
 
 `removed_exact` is the size of the smallest set of positions whose erasure flips the decision (the "gold
 standard" §5.1 calls prohibitive), found by trying every subset of size s = 1, 2, ... batched per size;
@@ -62,6 +65,7 @@ SCHEMA = pa.schema(
         for name in (*RANKINGS, "exact")
         for field in (pa.field(f"removed_{name}", pa.int64()), pa.field(f"frac_{name}", pa.float64()))
     ]
+    + [pa.field("measured", pa.list_(pa.string()))]  # the rankings (and `exact`) tried on this instance
 )
 
 # Elements per (rows, max(T, m)) block handed to one decoder call: bounds memory on long documents.
@@ -88,7 +92,7 @@ def run(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) -> dic
         )
     if params.exact_max_len > 0:
         counts["exact"] = _exact_sizes(model, shared, params.exact_max_len)
-    return _columns(counts, lengths)
+    return _columns(counts, lengths) | {"measured": _measured(rankings, params.exact_max_len, lengths)}
 
 
 def reference(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) -> dict[str, np.ndarray]:
@@ -108,7 +112,7 @@ def reference(context: AnalysisContext[ErasureMultiParams], shared: SharedPass) 
             counts[name][b] = _reference_ranking(model, shared, b, order)
         if len(positions) <= params.exact_max_len:
             counts["exact"][b] = _reference_exact(model, shared, b, positions)
-    return _columns(counts, lengths)
+    return _columns(counts, lengths) | {"measured": _measured(rankings, params.exact_max_len, lengths)}
 
 
 # ---- rankings -------------------------------------------------------------------------------------------
@@ -318,6 +322,17 @@ def _columns(counts: Mapping[str, torch.Tensor | None], lengths: torch.Tensor) -
     return columns
 
 
+def _measured(rankings: list[str], exact_max_len: int, lengths: torch.Tensor) -> np.ndarray:
+    """(B,) object array: per instance, the rankings (and `exact`) tried on it; none for T = 1."""
+    tried = []
+    for length in lengths.tolist():
+        exact = ["exact"] if 2 <= length <= exact_max_len else []
+        tried.append([*rankings, *exact] if length >= 2 else [])
+    column = np.empty(len(tried), dtype=object)
+    column[:] = tried
+    return column
+
+
 def _nulls_where(values: np.ndarray, null: np.ndarray) -> np.ndarray:
     values[null] = None
     return values
@@ -404,14 +419,35 @@ def _reference_exact(model: AttentionClassifier, shared: SharedPass, b: int, pos
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    """Per model and ranking (S&S Fig. 5-6): the share of instances whose decision flips, and the median
-    fraction removed before the first flip among those (nulls excluded, as S&S §5.3)."""
+    """Per model and ranking (S&S Fig. 5-6): the share of the instances a ranking was tried on whose decision
+    flips, and the median fraction removed before the first flip among those (nulls excluded, as S&S §5.3).
+    A ranking no instance tried (not requested, not applicable, `exact` off or every instance too long) has
+    no entry: a 0 would read as "never flipped"."""
     summary: dict[str, float] = {}
+    tried = _tried(rows)
     for name in (*RANKINGS, "exact"):
-        fractions = rows[f"frac_{name}"].dropna().astype(float)
-        summary[f"flipped_{name}"] = float(len(fractions) / max(len(rows), 1))
-        summary[f"frac_{name}_median"] = float(fractions.median()) if len(fractions) else float("nan")
+        on = tried.apply(lambda names, name=name: name in names)
+        if not on.any():
+            continue
+        fractions = rows.loc[on, f"frac_{name}"].dropna().astype(float)
+        summary[f"flipped_{name}"] = len(fractions) / int(on.sum())
+        if len(fractions):
+            summary[f"frac_{name}_median"] = float(fractions.median())
     return summary
+
+
+def _tried(rows: pd.DataFrame) -> pd.Series:
+    """Per row, the names tried on it: its `measured`; for a row of a part written before that column, the
+    rankings with a value on any such row of the cell (T >= 2), `exact` left out (its length limit is not
+    in the rows)."""
+    measured = rows["measured"] if "measured" in rows.columns else pd.Series(None, index=rows.index, dtype=object)
+    legacy = measured.isna()
+    if not legacy.any():
+        return measured.map(set)
+    old = rows[legacy]
+    seen = {name for name in RANKINGS if old[f"frac_{name}"].notna().any()}
+    fallback = old["length"].map(lambda length: seen if length >= 2 else set())
+    return measured.where(~legacy, fallback).map(set)
 
 
 class ErasureMulti(InstanceAnalysis[ErasureMultiParams]):

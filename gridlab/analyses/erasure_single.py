@@ -30,7 +30,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, decode_many, instance_generator, jsd
+from gridlab.analyses.common import SharedPass, decode_many, instance_generator, jsd, measured
 from gridlab.analyses.ranking import descending_order, tie_ranks
 from gridlab.catalog.analyses import ANALYSES, NoParams
 
@@ -140,17 +140,20 @@ def reference(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndar
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    """Per model: S&S Table 2's flip contingency (shares of instances) and the share of negative delta JS."""
-    kept = rows.dropna(subset=["flip_top"])
+    """Per model: S&S Table 2's flip contingency (shares of the instances erased, T >= 2) and the share of
+    negative delta JS; no entry without such instances (a share of none is not 0)."""
+    kept = rows.dropna(subset=["flip_top", "flip_rand"])
     top, rand = kept["flip_top"].astype(bool), kept["flip_rand"].astype(bool)
-    n = max(len(kept), 1)
-    return {
-        "flip_top_only": float((top & ~rand).sum() / n),
-        "flip_rand_only": float((~top & rand).sum() / n),
-        "flip_both": float((top & rand).sum() / n),
-        "flip_neither": float((~top & ~rand).sum() / n),
-        "delta_js_negative": float((kept["delta_js"].astype(float) < 0).sum() / n),
-    }
+    delta_js = kept["delta_js"].dropna().astype(float)
+    return measured(
+        {
+            "flip_top_only": (top & ~rand).mean(),
+            "flip_rand_only": (~top & rand).mean(),
+            "flip_both": (top & rand).mean(),
+            "flip_neither": (~top & ~rand).mean(),
+            "delta_js_negative": (delta_js < 0).mean(),
+        }
+    )
 
 
 class ErasureSingle(InstanceAnalysis[NoParams]):

@@ -34,7 +34,7 @@ import torch
 from scipy.stats import kendalltau
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass
+from gridlab.analyses.common import SharedPass, measured
 from gridlab.analyses.importance import (
     gradient_importance,
     leave_one_out,
@@ -108,10 +108,10 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         for measure in ("g", "loo"):
             tau = group[f"tau_{measure}"].dropna().astype(float)
             p = group[f"p_{measure}"].dropna().astype(float)
-            summary[f"tau_{measure}_mean{suffix}"] = float(tau.mean()) if len(tau) else float("nan")
-            summary[f"tau_{measure}_std{suffix}"] = float(tau.std(ddof=0)) if len(tau) else float("nan")
-            summary[f"sig_{measure}{suffix}"] = float((p < 0.05).mean()) if len(p) else float("nan")
-    return summary
+            summary[f"tau_{measure}_mean{suffix}"] = tau.mean()
+            summary[f"tau_{measure}_std{suffix}"] = tau.std(ddof=0)
+            summary[f"sig_{measure}{suffix}"] = (p < 0.05).mean()
+    return measured(summary)  # a class the model never predicts has no rows, a measure never defined no entry
 
 
 class ImportanceCorrelation(InstanceAnalysis[NoParams]):

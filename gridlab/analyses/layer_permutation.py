@@ -19,7 +19,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
-from gridlab.analyses.common import instance_generator, self_attention
+from gridlab.analyses.common import instance_generator, measured, self_attention
 from gridlab.analyses.permutation import permute
 from gridlab.catalog.analyses import ANALYSES, NoParams
 from gridlab.data.batching import Batch, iterate_batches
@@ -99,7 +99,9 @@ def reference_accuracy(context: AnalysisContext, data: PreparedDataset, layers: 
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    return {f"accuracy_{int(row['layers_permuted'])}_layers": float(row["accuracy"]) for row in rows.to_dict("records")}
+    return measured(
+        {f"accuracy_{int(row['layers_permuted'])}_layers": float(row["accuracy"]) for row in rows.to_dict("records")}
+    )
 
 
 class LayerPermutation(ModelAnalysis[NoParams]):

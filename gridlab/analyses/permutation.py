@@ -23,7 +23,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, decode_many, instance_generator, tvd
+from gridlab.analyses.common import SharedPass, decode_many, instance_generator, measured, tvd
 from gridlab.catalog.analyses import ANALYSES, PermutationParams
 
 ID = "permutation"
@@ -133,11 +133,13 @@ def reference(context: AnalysisContext[PermutationParams], shared: SharedPass) -
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model: J&W Fig. 3's quantity (median TVD under permutation), its spread and worst case."""
-    return {
-        "tvd_median_median": float(rows["tvd_median"].median()),
-        "tvd_median_mean": float(rows["tvd_median"].mean()),
-        "tvd_max_max": float(rows["tvd_max"].max()),
-    }
+    return measured(
+        {
+            "tvd_median_median": rows["tvd_median"].astype(float).median(),
+            "tvd_median_mean": rows["tvd_median"].astype(float).mean(),
+            "tvd_max_max": rows["tvd_max"].astype(float).max(),
+        }
+    )
 
 
 class Permutation(InstanceAnalysis[PermutationParams]):

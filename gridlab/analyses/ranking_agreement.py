@@ -143,7 +143,7 @@ def _nullable(values: torch.Tensor) -> np.ndarray:
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    """Per model and pair: the mean tau-b and the mean top-k overlap (NaN for pairs not computed)."""
+    """Per model and pair: the mean tau-b and the mean top-k overlap (no entry for a pair not computed)."""
     return column_means(rows, SCHEMA.names)
 
 

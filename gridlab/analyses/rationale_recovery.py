@@ -56,7 +56,7 @@ import torch
 from scipy.stats import rankdata
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass
+from gridlab.analyses.common import SharedPass, measured
 from gridlab.analyses.importance import reference_gradient_importance, reference_leave_one_out
 from gridlab.analyses.importance.scores import applicable, ranking_scores
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
@@ -260,13 +260,13 @@ def _objects(values: list) -> np.ndarray:
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    """Per model and ranking: the mean AUC and the mean precision@k for each k (nulls ignored; NaN when
-    every value is null, e.g. a ranking that was not requested)."""
+    """Per model and ranking: the mean AUC and the mean precision@k for each k (nulls ignored; no entry
+    when every value is null, e.g. a ranking that was not requested)."""
     summary: dict[str, float] = {}
     ks = sorted({int(k) for row_ks in rows["ks"] for k in row_ks})  # never null
     for name in RANKINGS:
         auc = rows[f"auc_{name}"].dropna().astype(float)
-        summary[f"auc_{name}_mean"] = float(auc.mean()) if len(auc) else float("nan")
+        summary[f"auc_{name}_mean"] = auc.mean()
         by_k: dict[int, list[float]] = defaultdict(list)
         for row_ks, values in zip(rows["ks"], rows[f"precision_at_k_{name}"]):
             if not _missing(values):
@@ -274,7 +274,7 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
                     by_k[int(k)].append(float(value))
         for k in ks:
             summary[f"precision_at_{k}_{name}_mean"] = float(np.mean(by_k[k])) if by_k[k] else float("nan")
-    return summary
+    return measured(summary)
 
 
 def _missing(value: object) -> bool:

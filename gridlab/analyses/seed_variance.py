@@ -21,7 +21,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, GridAnalysis
-from gridlab.analyses.common import SharedPass, jsd, tvd
+from gridlab.analyses.common import SharedPass, jsd, measured, tvd
 from gridlab.catalog.analyses import ANALYSES, NoParams
 
 ID = "seed_variance"
@@ -101,11 +101,13 @@ def reference(context: AnalysisContext, shared: SharedPass, peers: list[SharedPa
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model: the typical and the largest attention distance to another seed (W&P's Table 3 baseline)."""
-    return {
-        "jsd_seed_mean_mean": float(rows["jsd_seed_mean"].mean()),
-        "jsd_seed_max_median": float(rows["jsd_seed_max"].median()),
-        "tvd_seed_mean_mean": float(rows["tvd_seed_mean"].mean()),
-    }
+    return measured(
+        {
+            "jsd_seed_mean_mean": rows["jsd_seed_mean"].astype(float).mean(),
+            "jsd_seed_max_median": rows["jsd_seed_max"].astype(float).median(),
+            "tvd_seed_mean_mean": rows["tvd_seed_mean"].astype(float).mean(),
+        }
+    )
 
 
 class SeedVariance(GridAnalysis[NoParams]):

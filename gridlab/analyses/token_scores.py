@@ -33,7 +33,7 @@ import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
-from gridlab.analyses.common import SharedPass, instance_generator, object_column
+from gridlab.analyses.common import SharedPass, instance_generator, measured, object_column
 from gridlab.analyses.importance import (
     gradient_importance,
     leave_one_out,
@@ -164,7 +164,8 @@ def _name(names: tuple[str, ...], index: int) -> str:
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
     """Per model: how often the prediction survives one permutation of its attention (Vashishth §4.4's
     permuted condition, before any annotator looks at it)."""
-    return {"permuted_pred_unchanged": float((rows["permuted_pred"] == rows["pred"]).mean())}
+    permuted = rows.dropna(subset=["permuted_pred"])
+    return measured({"permuted_pred_unchanged": (permuted["permuted_pred"] == permuted["pred"]).mean()})
 
 
 class TokenScores(InstanceAnalysis[NoParams]):

@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -34,6 +33,7 @@ from gridlab.data.spec import SPLITS, DatasetSpec, Task
 from gridlab.data.tokenize import rationale_mask, tokenize
 from gridlab.data.vocab import Vocab
 from gridlab.errors import DataError
+from gridlab.store.temporary import new_folder
 
 PREPARE_VERSION = 1
 DERIVED_FRACTIONS = {"train": 0.8, "dev": 0.1, "test": 0.1}
@@ -244,7 +244,7 @@ def _id_lists(arrays: list[np.ndarray]) -> pa.Array:
 
 def _write_entry(entry: Path, built: _Built) -> None:
     entry.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}-", dir=entry.parent))
+    staging = new_folder(entry.parent, f".{entry.name}-")  # the umask's modes: the cache is shared
     try:
         for split, table in built.tables.items():
             pq.write_table(table, staging / f"{split}.parquet")

@@ -25,7 +25,6 @@ import base64
 import html
 import json
 import math
-import os
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -61,7 +60,6 @@ def render_report(sections: list[SectionResult], out: Path, title: str, intro: s
     out = Path(out)
     _check_replaceable(out)
     staging = staging_folder(out)
-    os.chmod(staging, 0o755)  # mkdtemp makes it private; the report is meant to be read and served
     try:
         manifest = _write_all(sections, staging, title, intro)
         publish_folder(staging, out)

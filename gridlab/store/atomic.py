@@ -1,7 +1,8 @@
 """Atomic writes: a file or folder is written beside its target under a hidden temporary name and renamed
 into place (a rename within one filesystem is atomic on POSIX), so a reader, or a relaunch after a kill,
-sees the old content or the new, never a half-written file. Where results live in object storage, what is
-put in place here is then uploaded (`store.remote.pushed`).
+sees the old content or the new, never a half-written file. What is put in place has the modes the user's
+umask gives a new file or folder (0644, 0755 under umask 022), as if written directly (`store.temporary`).
+Where results live in object storage, what is put in place here is then uploaded (`store.remote.pushed`).
 
     >>> write_text(path, "...")                      # also write_bytes, write_json
     >>> with replaced(path) as partial:              # anything that writes a file by name (Parquet, PNG)
@@ -14,13 +15,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from gridlab.store.remote import pushed
+from gridlab.store.temporary import new_file, new_folder
 
 
 @contextmanager
@@ -28,10 +29,9 @@ def replaced(path: Path) -> Iterator[Path]:
     """A temporary path beside `path`; once the block ends without error it replaces `path`, otherwise it
     is removed. The parent folder is created."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
+    temporary = new_file(path.parent, f".{path.name}.", ".tmp")
     try:
-        yield Path(temporary)
+        yield temporary
         os.replace(temporary, path)
         pushed(path)  # uploaded where results live in object storage (`store.remote`)
     finally:
@@ -57,7 +57,7 @@ def write_json(path: Path, value: Any, indent: int | None = 2) -> None:
 def staging_folder(target: Path) -> Path:
     """An empty hidden folder beside `target`, to fill and then `publish_folder`."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    return new_folder(target.parent, f".{target.name}.tmp-")
 
 
 def publish_folder(staging: Path, target: Path) -> None:
@@ -66,7 +66,7 @@ def publish_folder(staging: Path, target: Path) -> None:
     if not target.exists():
         os.rename(staging, target)
     else:
-        retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+        retired = new_folder(target.parent, f".{target.name}.old-")
         os.rename(target, retired / target.name)
         os.rename(staging, target)
         shutil.rmtree(retired, ignore_errors=True)

@@ -35,6 +35,7 @@ from urllib.parse import urlparse
 from pyarrow import fs as pafs
 
 from gridlab.errors import GridlabError
+from gridlab.store.temporary import new_file
 
 SCHEMES = ("s3", "gs")
 MIRRORS_ENV = "GRIDLAB_MIRRORS"  # JSON {local folder: object-store URI} of the mirrors a process writes through
@@ -134,12 +135,11 @@ class Mirror:
             if target.is_file() and target.stat().st_size == info.size:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            os.close(handle)
+            temporary = new_file(target.parent, f".{target.name}.", ".tmp")  # the umask's modes, as if local
             try:
                 pafs.copy_files(
                     info.path,
-                    temporary,
+                    str(temporary),
                     source_filesystem=self.filesystem,
                     destination_filesystem=pafs.LocalFileSystem(),
                 )

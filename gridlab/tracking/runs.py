@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -122,7 +123,11 @@ class Tracker:
         )
 
     def log_epoch(self, cell_id: str, step: int, metrics: dict[str, float]) -> None:
-        self._record(op="metrics", cell_id=cell_id, step=step, metrics=metrics, at=int(time.time() * 1000))
+        """NaN values are left out: MLflow's SQL store keeps a NaN as 0 with a flag, which a search such as
+        `metrics.flipped < 0.1` matches, and the journal's JSON could not hold it as standard JSON."""
+        measured = {name: value for name, value in metrics.items() if not math.isnan(float(value))}
+        if measured:
+            self._record(op="metrics", cell_id=cell_id, step=step, metrics=measured, at=int(time.time() * 1000))
 
     def finish_cell(self, cell_id: str, metrics: dict[str, float], folder: Path) -> None:
         """The final (test) metrics, logged at the epoch whose weights they measure, and the cell's files."""

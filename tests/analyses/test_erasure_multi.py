@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 import torch
@@ -180,8 +181,10 @@ def test_schema_and_parameters(picked):
     table = pa.table({f.name: pa.array(columns[f.name], f.type, from_pandas=False) for f in erasure_multi.SCHEMA})
     assert table.schema == erasure_multi.SCHEMA and table.num_rows == batch.size
     assert table.column("removed_gradient").null_count < batch.size
-    unrequested = [name for name in table.column_names if not name.endswith("_gradient")]  # and exact: limit 0
+    unrequested = [name for name in table.column_names if not name.endswith(("_gradient", "measured"))]  # exact: 0
     assert all(table.column(name).null_count == batch.size for name in unrequested)
+    lengths = batch.mask.sum(1).tolist()
+    assert table.column("measured").to_pylist() == [["gradient"] if t >= 2 else [] for t in lengths]
     full, _ = analyse(model, batch)
     assert list(full["removed_gradient"]) == list(columns["removed_gradient"])
     assert erasure_multi.ID == "erasure_multi" and isinstance(erasure_multi.VERSION, int)
@@ -231,15 +234,52 @@ def test_one_position_alone_decides():
         order = erasure_multi.random_order(CELL, erasure_multi.ID, 10 + b, len(sequence)).tolist()
         assert columns["removed_random"][b] == order.index(sequence.index(OUTLIER)) + 1
     # no outlier: the context stays (1, 0) until the zero vector, which also gives class 0; and T = 1
-    assert all(columns[name][b] is None for name in columns for b in (3, 4))
+    assert all(columns[name][b] is None for name in columns if name != "measured" for b in (3, 4))
+    assert [list(tried) for tried in columns["measured"]] == [[*erasure_multi.ERASURE_RANKINGS, "exact"]] * 4 + [[]]
+
+
+def test_the_summary_counts_flips_among_the_instances_tried():
+    """ "Never flipped" (the outlier-free instance) is a measured 0; a ranking not requested, `exact` above its
+    length limit, and T = 1 are not measured: no entry, and no place in a share's denominator."""
+    sequences = [[PLAIN] * 3 + [OUTLIER] + [PLAIN] * 4, [PLAIN] * 11 + [OUTLIER], [PLAIN] * 6, [OUTLIER]]
+    batch = collate({"ids": sequences, "label": [0] * 4, "instance_id": [0, 1, 2, 3]})
+    params = ErasureMultiParams(rankings=["attention", "random"], exact_max_len=10)  # T = 12 is not searched
+    columns, shared = analyse(Outlier().eval(), batch, params)
+    rows = pd.DataFrame({**{name: list(values) for name, values in columns.items()}, "length": shared.lengths})
+    summary = erasure_multi.summarize(rows)
+    assert summary["flipped_attention"] == 2 / 3  # T = 1 is left out
+    assert summary["flipped_exact"] == 1 / 2  # over the two instances with 2 <= T <= 10
+    assert summary["frac_attention_median"] == pytest.approx(np.median([1 / 8, 1 / 12]))
+    named = {name for name in NAMES for key in summary if key in (f"flipped_{name}", f"frac_{name}_median")}
+    assert named == {"attention", "random", "exact"}
+
+    never = erasure_multi.summarize(rows.iloc[[2]])  # tried, never flipped: a measured 0, no median
+    assert never == {"flipped_attention": 0.0, "flipped_random": 0.0, "flipped_exact": 0.0}
+    assert erasure_multi.summarize(rows.iloc[[3]]) == {}  # T = 1: nothing tried
+    assert erasure_multi.summarize(rows.iloc[0:0]) == {}
+
+
+def test_the_summary_of_rows_written_before_measured():
+    """A part from before the `measured` column: the rankings with any flip, over T >= 2; no `exact`."""
+    sequences = [[PLAIN] * 3 + [OUTLIER] + [PLAIN] * 4, [PLAIN] * 6, [OUTLIER]]
+    batch = collate({"ids": sequences, "label": [0] * 3, "instance_id": [0, 1, 2]})
+    columns, shared = analyse(Outlier().eval(), batch, ErasureMultiParams(rankings=["attention"], exact_max_len=10))
+    rows = pd.DataFrame({**{name: list(values) for name, values in columns.items()}, "length": shared.lengths})
+    assert erasure_multi.summarize(rows.assign(measured=None)) == {
+        "flipped_attention": 1 / 2,
+        "frac_attention_median": 1 / 8,
+    }
 
 
 def test_an_output_that_ignores_attention_never_flips(picked):
     model = model_for(picked, "lstm", "additive", "softmax")
     with torch.no_grad():
         model.classifier.weight.zero_()  # logits = bias, whatever the context
-    columns, _ = analyse(model, collate(picked["rows"]), ErasureMultiParams())
-    assert all(value is None for values in columns.values() for value in values)
+    columns, shared = analyse(model, collate(picked["rows"]), ErasureMultiParams())
+    assert all(value is None for name, values in columns.items() if name != "measured" for value in values)
+    rows = pd.DataFrame({**{name: list(values) for name, values in columns.items()}, "length": shared.lengths})
+    never = {f"flipped_{name}": 0.0 for name in (*erasure_multi.ERASURE_RANKINGS, "exact")}
+    assert erasure_multi.summarize(rows) == never  # tried and never flipped: a measured 0, no median
 
 
 def test_gradient_ranking_is_the_decision_gradient_rescaled(picked):

@@ -1,11 +1,14 @@
 """One contract over every implemented analysis (docs/analyses.md): on a tiny model, its schema, no NaN (a missing
 value is a null), bounds (TVD in [0, 1], JSD in [0, ln 2], tau in [-1, 1], fractions in (0, 1]), identical
-rows for the same seed, and the same rows whether the instances run as 1 shard or as 3."""
+rows for the same seed, and the same rows whether the instances run as 1 shard or as 3; and a summary that
+holds only what was measured: asked for a subset of its variants (two rankings, one mode), no entry names
+the others, no value is NaN, and no rows give no numbers (not zeros)."""
 
 from __future__ import annotations
 
 import inspect
 import math
+import re
 import typing
 from pathlib import Path
 
@@ -18,7 +21,7 @@ import torch
 
 from gridlab.analyses.base import GridAnalysis, InstanceAnalysis, ModelAnalysis
 from gridlab.analyses.registry import IMPLEMENTATIONS
-from gridlab.catalog.analyses import ANALYSES
+from gridlab.catalog.analyses import ANALYSES, RANKINGS
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.catalog import DATASETS
@@ -28,7 +31,7 @@ from gridlab.data.synthetic import SyntheticConfig
 from gridlab.execution.plan import ShardJob
 from gridlab.execution.runner import ShardRunner
 from gridlab.models.factory import build_model
-from gridlab.results.parts import COMMON_SCHEMA
+from gridlab.results.parts import COMMON_SCHEMA, MODEL_COMMON_SCHEMA
 from gridlab.results.shards import Shard, plan_shards
 
 LN2 = math.log(2)
@@ -94,17 +97,22 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory, publish_model) -> tu
 
 
 def run_all(
-    store: tuple[Path, Path, str, str], out: Path, shard_size: int, batch_size: int = 6
+    store: tuple[Path, Path, str, str],
+    out: Path,
+    shard_size: int,
+    batch_size: int = 6,
+    params: dict[str, dict] | None = None,
 ) -> dict[str, pd.DataFrame]:
     root, cache, identifier, peer = store
     (out / "models").parent.mkdir(parents=True, exist_ok=True)
     if not (out / "models").exists():
         (out / "models").symlink_to(root / "models")
     runner = ShardRunner(out, root, cache, torch.device("cpu"))
-    analyses = {a: FAST.get(a, {}) for a in PER_INSTANCE}
+    params = FAST if params is None else params
+    analyses = {a: params.get(a, {}) for a in PER_INSTANCE}
     for shard in plan_shards(INSTANCES, None, shard_size):
         runner.run(ShardJob("g", identifier, shard, analyses, batch_size, peers=(peer,)))
-    runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES, INSTANCES), {a: FAST.get(a, {}) for a in PER_MODEL}))
+    runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES, INSTANCES), {a: params.get(a, {}) for a in PER_MODEL}))
     frames = {
         a: pd.read_parquet(out / "analyses" / a).sort_values("instance_id").reset_index(drop=True) for a in PER_INSTANCE
     }
@@ -181,3 +189,54 @@ def test_same_rows_for_the_same_seed_and_any_sharding(trained_store, one_shard, 
         columns = [c for c in frame.columns if c != "cell"]
         pd.testing.assert_frame_equal(frame[columns], again[analysis_id][columns], check_exact=True)
         pd.testing.assert_frame_equal(frame[columns], three[analysis_id][columns], check_exact=True)
+
+
+# ---- summaries: only what was measured ---------------------------------------------------------------------
+
+ASKED = ["attention", "random"]  # no other ranking's name is a word of these two's summary keys
+# Per analysis with variants: a subset of them, and the variants not asked for, which no summary key may name.
+SUBSETS: dict[str, tuple[dict, list[str]]] = {
+    "erasure_multi": ({"rankings": ASKED, "exact_max_len": 0}, [*RANKINGS[2:], "exact"]),
+    "eraser": ({"rankings": ASKED}, list(RANKINGS[2:])),
+    "rationale_recovery": ({"rankings": ASKED}, list(RANKINGS[2:])),
+    "ranking_agreement": ({"rankings": ASKED}, list(RANKINGS[2:])),
+    "attention_ablation": ({"modes": ["uniform"]}, ["random", "permute"]),
+    "adversarial_model": ({"epochs": 2, "variants": ["frozen"]}, ["unfrozen"]),
+    "diagnostic_mlp": ({"epochs": 2, "hidden": 8, "variants": ["base"]}, ["uniform", "learned"]),
+}
+assert set(SUBSETS) <= set(PER_INSTANCE) | set(PER_MODEL)
+
+
+def names(key: str, variant: str) -> bool:
+    """Whether a summary key names `variant` as one of its `_`-separated words."""
+    return re.search(rf"(^|_){re.escape(variant)}(_|$)", key) is not None
+
+
+@pytest.fixture(scope="module")
+def asked_for_a_subset(trained_store, tmp_path_factory) -> dict[str, pd.DataFrame]:
+    params = FAST | {a: FAST.get(a, {}) | subset for a, (subset, _) in SUBSETS.items()}
+    return run_all(trained_store, tmp_path_factory.mktemp("subset"), shard_size=INSTANCES, params=params)
+
+
+@pytest.mark.parametrize("analysis_id", PER_INSTANCE + PER_MODEL)
+def test_a_summary_names_only_what_was_asked_for(asked_for_a_subset, analysis_id: str):
+    rows = asked_for_a_subset[analysis_id]
+    summary = IMPLEMENTATIONS[analysis_id].summarize(rows)
+    assert summary, "nothing summarised: the test is vacuous"
+    assert all(isinstance(v, float) and not math.isnan(v) for v in summary.values()), summary
+    subset, unasked = SUBSETS.get(analysis_id, ({}, []))
+    assert not [(k, v) for k in summary for v in unasked if names(k, v)], summary
+    for variant in subset.get("rankings", subset.get("modes", subset.get("variants", []))):
+        assert any(names(k, variant) for k in summary), (variant, summary)  # what was asked for is there
+    if analysis_id == "importance_correlation":  # per predicted class: only the classes predicted
+        classes = {int(m.group(1)) for k in summary if (m := re.search(r"_class(\d+)$", k))}
+        assert classes == set(rows["pred"].astype(int))
+
+
+@pytest.mark.parametrize("analysis_id", sorted(IMPLEMENTATIONS))
+def test_no_rows_summarise_to_no_numbers(analysis_id: str):
+    """An empty cell (every row of its parts removed, a shard of nothing) measured nothing: not zeros."""
+    analysis = IMPLEMENTATIONS[analysis_id]
+    common = COMMON_SCHEMA if analysis.scope in ("instance", "grid") else MODEL_COMMON_SCHEMA
+    empty = pa.unify_schemas([common, analysis.schema]).empty_table().to_pandas()
+    assert analysis.summarize(empty) == {}

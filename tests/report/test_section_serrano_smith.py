@@ -170,3 +170,28 @@ def test_distance_from_the_exact_minimal_set(fake_inputs):
     assert gap.loc["gradient", "excess_mean"] == pytest.approx(1 / 3)  # 1-1, 1-1, 3-2; never on the 4th
     assert gap.loc["gradient", "n_instances"] == 4
     assert output.missing == ["S&S Table 2 and Figs. 3–4 need `erasure_single` rows"]
+
+
+def test_a_ranking_tried_that_never_flips_is_0_percent_one_not_tried_is_no_row(fake_inputs):
+    """With `measured`: grad_x_attention was asked for on cell c0 and never flipped (0 %, no median: a blank);
+    random was asked for nowhere (no row); gradient only on c1's rows (c0 has no gradient row, not a 0 %)."""
+    tried = ["attention", "grad_x_attention", "exact"]
+    c0 = multi_rows().assign(removed_gradient=None, frac_gradient=None)
+    c0["measured"] = [tried if t >= 2 else [] for t in c0["length"]]
+    c1 = multi_rows().assign(**axes(1))
+    c1["measured"] = [[*tried, "gradient"] if t >= 2 else [] for t in c1["length"]]
+    c1 = c1.assign(removed_grad_x_attention=None, frac_grad_x_attention=None)
+    output = build(fake_inputs, {"erasure_multi": pd.concat([c0, c1], ignore_index=True)})
+    frame = next(a for a in output.artifacts if a.id == "ss_fig5_fractions").frame
+    fractions = frame[frame["population"] == "all (T ≥ 2)"].set_index("ranking")
+    assert list(fractions.index) == ["attention", "gradient", "grad_x_attention"]  # S&S's order
+    assert fractions.loc["grad_x_attention", "pct_flipped"] == 0.0
+    assert math.isnan(fractions.loc["grad_x_attention", "frac_median"])
+    assert fractions.loc["attention", "n_seeds"] == 2 and fractions.loc["gradient", "n_seeds"] == 1
+    assert fractions.loc["gradient", "pct_flipped"] == pytest.approx(60)  # c1's alone, not averaged with a 0
+
+
+def test_rows_written_before_measured_keep_the_old_reading(fake_inputs):
+    output = build(fake_inputs, {"erasure_multi": multi_rows().assign(measured=None)})
+    frame = next(a for a in output.artifacts if a.id == "ss_fig5_fractions").frame
+    assert list(frame[frame["population"] == "all (T ≥ 2)"]["ranking"]) == ["attention", "gradient"]

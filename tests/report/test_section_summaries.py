@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from gridlab.report.inputs import ReportInputs
+from gridlab.report.render import markdown_table
 from gridlab.report.sections import summaries
 
 SPEC = {
@@ -51,3 +52,28 @@ def test_one_table_per_analysis_with_the_cells_settings(synthetic_grid):
 def test_without_a_summary(synthetic_grid):
     output = summaries.SECTION.build(ReportInputs(synthetic_grid(SPEC).expanded))
     assert output.artifacts == [] and "no summary.parquet yet" in output.missing[0]
+
+
+def test_a_number_a_cell_did_not_measure_is_blank_never_zero(synthetic_grid):
+    """summary.parquet holds a null where a cell did not measure a number (its grid did not ask for that
+    ranking); a number no cell of this grid measured (only a cell outside it did) is no column at all."""
+    grid = synthetic_grid(SPEC)
+    cells = grid.expanded.cells
+    for cell in cells:
+        grid.write_trained(cell, test_accuracy=0.5)
+    records = [
+        {"grid": "s", "cell_id": cell.id, "erasure_single.flip_both": 0.25}
+        | ({"erasure_single.delta_js_negative": 0.5} if n == 0 else {})
+        for n, cell in enumerate(cells)
+    ] + [{"grid": "s", "cell_id": "elsewhere", "erasure_single.flip_neither": 0.75}]
+    path = grid.expanded.workspace.summary
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame.from_records(records).to_parquet(path)
+
+    (table,) = summaries.SECTION.build(ReportInputs(grid.expanded)).artifacts
+    assert "flip_neither" not in table.frame.columns
+    first = cells[0].id
+    shown = dict(zip(table.frame["cell_id"], table.frame["delta_js_negative"]))
+    assert shown[first] == 0.5 and all(pd.isna(v) for cell_id, v in shown.items() if cell_id != first)
+    lines = markdown_table(table.frame).splitlines()[2:]
+    assert sum(line.split(" | ")[-1] == "– |" for line in lines) == len(cells) - 1  # blank, not 0.000

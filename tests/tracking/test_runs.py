@@ -5,6 +5,7 @@ metrics sit at the best epoch. Records go through the grid's journal: each is se
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from gridlab.tracking.journal import TrackingJournal
@@ -135,3 +136,16 @@ def test_a_restored_launch_counts_the_cells_published_since_it_was_saved(tmp_pat
     restored = GridProgress.__new__(GridProgress)
     restored.__setstate__(state)
     assert restored.status == {"published": "trained", "running": "running", "failed": "failed"}
+
+
+def test_a_nan_metric_is_left_out(tmp_path: Path):
+    """A number nothing measured is no metric: MLflow's SQL store would keep a NaN as 0 with a flag."""
+    journal = TrackingJournal(tmp_path / "tracking")
+    tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "g", journal, artifact_root=tmp_path / "artifacts")
+    launch = tracker.start_launch(pending=1)
+    tracker.cell_run("abc123", {"encoder": "lstm"}, {"dataset": "sst"}, launch)
+    tracker.log_epoch("abc123", 0, {"erasure_multi.flipped_attention": 0.0, "erasure_multi.flipped_exact": math.nan})
+    tracker.log_epoch("abc123", 0, {"erasure_multi.frac_exact_median": math.nan})  # nothing to record
+    assert tracker.deliver() == 0 and journal.sent() == 3  # launch, cell, one metrics record
+    metrics = tracker.client.get_run(tracker.run_id("abc123")).data.metrics
+    assert metrics == {"erasure_multi.flipped_attention": 0.0}

@@ -129,9 +129,12 @@ def fractions_frame(rows: pd.DataFrame, rankings: list[str], exact_max_len: int 
     parts = []
     for population, scope, ranked in populations:
         for ranking in ranked:
-            fracs = scope[f"frac_{ranking}"].astype(float)
+            on = scope[tried(scope, ranking)]  # a cell the ranking was not tried on is no 0 % row
+            if on.empty:
+                continue
+            fracs = on[f"frac_{ranking}"].astype(float)
             parts.append(
-                scope.assign(
+                on.assign(
                     population=population, ranking=ranking, frac=fracs, pct_flipped=100 * fracs.notna().astype(float)
                 )
             )
@@ -175,9 +178,11 @@ def sooner_frame(rows: pd.DataFrame, pairs: list[tuple[str, str]]) -> pd.DataFra
     """Per configuration and pair (first, second) of rankings: % of instances (T >= 2) where first flips the
     decision with fewer items removed, where second does, ties, and where neither ever flips. An instance
     that flips under one ranking only counts for that ranking."""
-    eligible = rows[rows["length"] >= 2]
     parts = []
     for first, second in pairs:
+        eligible = rows[(rows["length"] >= 2) & tried(rows, first) & tried(rows, second)]
+        if eligible.empty:
+            continue
         a, b = eligible[f"removed_{first}"].astype(float), eligible[f"removed_{second}"].astype(float)
         first_sooner = (a.notna() & (b.isna() | (a < b))).astype(float)
         second_sooner = (b.notna() & (a.isna() | (b < a))).astype(float)
@@ -234,10 +239,12 @@ def sooner_table(rows: pd.DataFrame, pairs: list[tuple[str, str]]) -> Table:
 def exact_gap_frame(rows: pd.DataFrame, rankings: list[str]) -> pd.DataFrame:
     """Per configuration and ranking, over instances with an exact minimal flipping set: mean of
     removed_R - removed_exact (where R flips), % where R finds a minimal set, % where R never flips."""
-    scope = rows[rows["removed_exact"].notna() & (rows["length"] >= 2)]
-    exact = scope["removed_exact"].astype(float)
     parts = []
     for ranking in rankings:
+        scope = rows[rows["removed_exact"].notna() & (rows["length"] >= 2) & tried(rows, ranking)]
+        if scope.empty:
+            continue
+        exact = scope["removed_exact"].astype(float)
         removed = scope[f"removed_{ranking}"].astype(float)
         parts.append(
             scope.assign(
@@ -341,8 +348,36 @@ def figure5(rows: pd.DataFrame, rankings: list[str]) -> Figure:
 
 
 def multi_rankings(rows: pd.DataFrame) -> list[str]:
-    """The rankings that were computed (a ranking not requested is null on every row)."""
-    return [r for r in (*RANKINGS, "exact") if f"removed_{r}" in rows.columns and rows[f"removed_{r}"].notna().any()]
+    """The rankings that were computed: tried on some instance (`measured`; one that never flipped included),
+    or, in rows written before that column, with a value on some row (a ranking not requested is null)."""
+    legacy = _legacy(rows)
+    named = set().union(*(set(names) for names in rows.loc[~legacy, "measured"])) if (~legacy).any() else set()
+    old = rows[legacy]
+    return [
+        r
+        for r in (*RANKINGS, "exact")
+        if r in named or (f"removed_{r}" in old.columns and old[f"removed_{r}"].notna().any())
+    ]
+
+
+def tried(rows: pd.DataFrame, ranking: str) -> pd.Series:
+    """Which rows `ranking` was tried on (`measured`): in a grid of LSTM and Transformer cells, attention
+    rollout only on the Transformers' rows. Rows written before that column count as tried."""
+    legacy = _legacy(rows)
+    if legacy.all():
+        return legacy
+    return legacy | rows["measured"].map(lambda names: not _missing(names) and ranking in set(names))
+
+
+def _legacy(rows: pd.DataFrame) -> pd.Series:
+    """The rows without a `measured` list (parts written before erasure_multi recorded it)."""
+    if "measured" not in rows.columns:
+        return pd.Series(True, index=rows.index)
+    return rows["measured"].map(_missing)
+
+
+def _missing(names: object) -> bool:
+    return names is None or (isinstance(names, float) and np.isnan(names))
 
 
 def build(inputs: ReportInputs) -> SectionOutput:

@@ -5,7 +5,8 @@ the report.
     >>> out = SECTION.build(inputs)    # Table "summary_<analysis>" for each analysis with summary columns
 
 Rows are cells (one per seed); the configuration axes that vary are columns, the constant ones are named
-in the caption. Numbers are as summary.parquet holds them: the paper sections aggregate across seeds.
+in the caption. Numbers are as summary.parquet holds them: the paper sections aggregate across seeds. A
+cell that did not measure a number (a ranking it was not asked for) shows a blank, never 0.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def build(inputs) -> SectionOutput:
         rows = configuration.merge(values, on="cell_id")
         if rows.empty:
             continue
+        # a number none of these cells measured (a ranking only cells outside the grid asked for) is no column;
+        # one that some did shows blank ('–') for the others, never 0
+        metrics = [m for m in metrics if rows[m].notna().any()]
         axes = [*grouping_axes(rows[configuration.columns]), "seed"]
         frame = rows[["cell_id", *axes, *metrics]].rename(columns=lambda c: c.removeprefix(f"{analysis_id}."))
         frame = frame.sort_values([*axes, "cell_id"], kind="stable").reset_index(drop=True)
