@@ -196,3 +196,14 @@ def test_no_trained_cell(fake_inputs):
     )
     output = heatmaps.SECTION.build(fake_inputs({}, cells))
     assert output.artifacts == [] and "no trained classifier cell" in output.missing[0]
+
+
+def test_a_heatmap_names_the_classes_as_a_reader_would():
+    """SST's files say 0 / 1; the heatmap's label and prediction read negative / positive (`class_names`)."""
+    scores = pd.Series(
+        {"items": ["a", "fine", "film"], "query": None, "label_name": "1", "pred_name": "0", "confidence": 0.7}
+    )
+    shown = heatmaps.heatmap({"dataset": "sst"}, 3, scores, None)
+    assert (shown.label, shown.pred) == ("positive", "negative")
+    unnamed = heatmaps.heatmap({"dataset": "synthetic"}, 3, scores, None)  # no class names: the label as read
+    assert (unnamed.label, unnamed.pred) == ("1", "0")

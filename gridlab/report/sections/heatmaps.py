@@ -180,13 +180,15 @@ def heatmap(cell: dict, instance_id: int, scores: pd.Series, adversarial: pd.Dat
             adversary = _adversary(row.iloc[0])
             if adversary.alpha is not None:
                 weights["adversarial"] = adversary.alpha
+    spec = DATASETS.get(str(cell.get("dataset")))
+    named = spec.class_name if spec else str  # "negative", not the file's "0"
     return Heatmap(
         cell,
         instance_id,
         list(scores["items"]),
         scores["query"] if isinstance(scores["query"], str) else None,
-        str(scores["label_name"]),
-        str(scores["pred_name"]),
+        named(str(scores["label_name"])),
+        named(str(scores["pred_name"])),
         float(scores["confidence"]),
         weights,
         adversary,
