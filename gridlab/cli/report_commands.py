@@ -25,6 +25,7 @@ def report(
 
     summary = build_report(load(grid, where, check_data=False), out)  # rows suffice; heatmaps say if data is absent
     echo(f"report: {summary.index}")
+    echo(f"conclusions: {summary.conclusions} ({summary.out / 'conclusions.md'})")
     echo(f"fidelity: {summary.fidelity} ({summary.out / 'fidelity.md'})")
     echo(
         f"{len(summary.sections)} sections, {summary.tables} tables, {summary.figures} figures"
