@@ -83,13 +83,24 @@ def claim_rows(claim: Claim, grids: Mapping[str, ReportInputs]) -> list[dict[str
             "statistic": "share of decided conditions that hold",
             "value": sum(v == HOLDS for v in decided) / len(decided) if decided else math.nan,
             "verdict": verdict,
-            "detail": f"conditions: {counts}" if rows else f"needs {claim.needs}",
+            "detail": f"conditions: {counts}" if rows else f"needs {claim.needs}{requested_by(claim, grids)}",
             "seeds": math.nan,
             "grid": ", ".join(grids),
             "paper": claim.paper,
         }
     )
     return rows
+
+
+def requested_by(claim: Claim, grids: Mapping[str, ReportInputs]) -> str:
+    """'; requested by grids/x.yaml (its rows: `gridlab launch grids/x.yaml`)' for the grids that ask for
+    every analysis the claim reads; whether their cells can decide it shows once the rows are written."""
+    analyses = [a for a in claim.analyses if a != "cells"]
+    files = [str(i.grid.file) for i in grids.values() if analyses and all(i.requested(a) for a in analyses)]
+    if not files:
+        return ""
+    launches = ", ".join(f"`gridlab launch {f}`" for f in files)
+    return f"; requested by {', '.join(files)} (its rows: {launches})"
 
 
 def claims_frame(grids: Mapping[str, ReportInputs]) -> pd.DataFrame:
