@@ -34,6 +34,7 @@ SECTION_ID = "conclusions"
 TITLE = "Conclusions: what each paper claimed, and whether these rows support it"
 COLUMNS = ["claim", "condition", "statistic", "value", "verdict", "detail", "seeds", "grid", "paper"]
 OVERALL = "all"
+READS = {"cells": "the trained cells' test accuracy"}  # what a claim reads that is not an analysis
 
 
 def condition_text(finding: Finding) -> str:
@@ -180,7 +181,7 @@ def rules_markdown() -> str:
             "",
             f"*{claim.wording}*",
             "",
-            f"- **Reads**: {', '.join(f'`{a}`' for a in claim.analyses)}",
+            f"- **Reads**: {', '.join(READS.get(a, f'`{a}` rows') for a in claim.analyses)}",
             f"- **Statistic**: {claim.statistic}",
             f"- **Rule per condition**: {claim.rule}",
             f"- **Decided by**: {claim.needs}",

@@ -165,7 +165,10 @@ def test_claims_are_the_rows_numbers(quick_report):
     source = rows(quick_report, "importance_correlation")
     tau = per_cell_then_seeds(source, ["dataset", "encoder"], lambda g: g["tau_g"].dropna().mean())
     weak = claims[(claims["claim"] == "jw.weak_correlation") & (claims["condition"] != "all")]
-    assert weak["condition"].tolist() == ["dataset sst, seeds 0", "dataset synthetic, seeds 0"]
+    assert weak["condition"].tolist() == [
+        "dataset sst, attention additive, seeds 0",
+        "dataset synthetic, attention additive, seeds 0",
+    ]
     for dataset, (value, verdict) in zip(("sst", "synthetic"), zip(weak["value"], weak["verdict"])):
         expected = tau[(dataset, "lstm")] - tau[(dataset, "average")]
         assert value == pytest.approx(expected, rel=1e-9)
