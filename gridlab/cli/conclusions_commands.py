@@ -4,7 +4,6 @@ not run), per condition and overall."""
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +23,5 @@ def conclusions(grids: GridsArg, out: OutOption = Path("docs/conclusions.md")) -
     from gridlab.report.conclusions import summary, write_conclusions  # pandas and the sections load only here
 
     expanded = [load(grid, check_data=False) for grid in grids]  # rows suffice, as for `gridlab report`
-    command = shlex.join(["gridlab", "conclusions", *map(str, grids), "--out", str(out)])
-    frame = write_conclusions(expanded, out, command)
+    frame = write_conclusions(expanded, out)  # the document names this command line as its source
     echo(f"conclusions: {out} ({summary(frame)})")

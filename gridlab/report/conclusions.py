@@ -17,6 +17,7 @@ value is the share of decided conditions that hold.
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -128,9 +129,16 @@ def undecided_markdown(frame: pd.DataFrame) -> list[str]:
 
 
 def display(frame: pd.DataFrame) -> pd.DataFrame:
-    shown = frame[["claim", "condition", "verdict", "value", "detail"]].copy()
+    """What a reader sees: claim, condition (after the grid's name when several grids decide conditions),
+    verdict, the value rounded, and the numbers the rule compared."""
+    conditions = frame[frame["condition"] != OVERALL]
+    several = conditions["grid"].nunique() > 1
+    shown = frame[["claim", "grid", "condition", "verdict", "value", "detail"]].copy()
     shown["value"] = [cell_text(v) for v in frame["value"]]
-    return shown
+    if several:
+        shown.loc[frame["condition"] == OVERALL, "grid"] = "all"
+        return shown
+    return shown.drop(columns="grid")
 
 
 CAPTION = (
@@ -223,8 +231,12 @@ def conclusions_document(frame: pd.DataFrame, grids: Sequence[ExpandedGrid], com
     )
 
 
-def write_conclusions(grids: Sequence[ExpandedGrid], out: Path, command: str) -> pd.DataFrame:
-    """Writes the conclusions document of these grids to `out` (docs/conclusions.md); returns its table."""
+def write_conclusions(grids: Sequence[ExpandedGrid], out: Path, command: str | None = None) -> pd.DataFrame:
+    """Writes the conclusions document of these grids to `out` (docs/conclusions.md); returns its table.
+    `command` is what the document says made it (default: the `gridlab conclusions` line that would), so
+    another command (`gridlab fidelity`) can write it too and name itself."""
+    if command is None:
+        command = shlex.join(["gridlab", "conclusions", *(str(g.file) for g in grids), "--out", str(out)])
     frame = claims_frame({grid.spec.name: ReportInputs.load(grid) for grid in grids})
     write_text(Path(out), conclusions_document(frame, grids, command))
     return frame
