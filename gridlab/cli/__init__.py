@@ -6,6 +6,7 @@ gridlab data list
 gridlab report grids/quick.yaml
 gridlab ui grids/quick.yaml
 gridlab fidelity grids/jain_wallace.yaml grids/meister.yaml --out docs/fidelity.md
+gridlab conclusions grids/jain_wallace.yaml grids/serrano_smith.yaml --out docs/conclusions.md
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import typer
 from gridlab import __version__
 from gridlab.cli import (
     annotate_commands,
+    conclusions_commands,
     config_commands,
     data_commands,
     fidelity_commands,
@@ -42,6 +44,7 @@ app.command()(run_commands.track)
 app.command()(ui_commands.ui)
 app.command()(report_commands.report)
 app.command()(fidelity_commands.fidelity)
+app.command()(conclusions_commands.conclusions)
 app.add_typer(data_commands.app, name="data")
 app.add_typer(annotate_commands.app, name="annotate")
 app.add_typer(config_commands.app, name="config")

@@ -27,6 +27,7 @@ def report(
     say_results_folder(expanded, as_json=False)  # first: a missing folder explains an empty report
     summary = build_report(expanded, out)
     echo(f"report: {summary.index}")
+    echo(f"conclusions: {summary.conclusions} ({summary.out / 'conclusions.md'})")
     echo(f"fidelity: {summary.fidelity} ({summary.out / 'fidelity.md'})")
     echo(
         f"{len(summary.sections)} sections, {summary.tables} tables, {summary.figures} figures"

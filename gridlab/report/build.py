@@ -4,7 +4,8 @@ folder (default `results_dir/<grid>/report/`).
     >>> summary = build_report(expand(load_grid_file(path), str(path)))
     >>> summary.out, summary.tables, summary.figures, summary.missing
 
-The fidelity table comes first (`fidelity.py`: every published number the grid aims at, ours beside it,
+The claims table comes first (`conclusions.py`: what each paper concluded, and whether these rows support
+it), then the fidelity table (`fidelity.py`: every published number the grid aims at, ours beside it,
 within / outside its tolerance / not run), then the sections. A section none of whose analyses has rows is
 listed under "missing" (with what to run), not rendered empty; a section that has rows but fails raises,
 and no report is written: a report that silently drops a paper would read as if that paper's analyses had
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.grid.expand import ExpandedGrid
+from gridlab.report import conclusions
 from gridlab.report.artifacts import Figure, Fragment, SectionOutput, Table
 from gridlab.report.fidelity import fidelity
 from gridlab.report.fidelity_text import fidelity_section, summary
@@ -37,6 +39,7 @@ class ReportSummary:
     sections: list[str]  # ids of the rendered sections
     missing: list[str]  # "<section title>: <what is missing and how to get it>"
     fidelity: str = ""  # the fidelity table's verdict counts (its tables are not counted above)
+    conclusions: str = ""  # the claims' overall verdict counts (nor is the claims table)
 
     @property
     def index(self) -> Path:
@@ -94,8 +97,15 @@ def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
         f"rows from {grid.workspace.analyses}. Every number in the tables is computed from those rows, "
         "per model first and then across seeds; the papers' columns come from gridlab.report.published."
     )
-    # The fidelity table first: does this grid reproduce the papers, and where not, what tests why.
-    render_report([fidelity_section(judged), *sections], out, title=f"gridlab report: {grid.spec.name}", intro=intro)
+    # The claims first (does each paper's conclusion hold on these rows?), then the fidelity table: does this
+    # grid reproduce the papers' numbers, and where not, what tests why.
+    claims = conclusions.claims_frame({grid.spec.name: inputs})
+    render_report(
+        [conclusions.conclusions_section(claims), fidelity_section(judged), *sections],
+        out,
+        title=f"gridlab report: {grid.spec.name}",
+        intro=intro,
+    )
     artifacts = [a for r in sections for a in r.artifacts]
     return ReportSummary(
         out=out,
@@ -105,4 +115,5 @@ def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
         sections=[r.id for r in sections if r.rendered],
         missing=[f"{r.title}: {line}" for r in sections for line in r.missing],
         fidelity=summary(judged),
+        conclusions=conclusions.summary(claims),
     )

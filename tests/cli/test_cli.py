@@ -49,6 +49,7 @@ def in_tmp(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> P
         ["status"],
         ["report"],
         ["fidelity"],
+        ["conclusions"],
         ["data"],
         ["data", "list"],
         ["data", "check"],

@@ -89,7 +89,7 @@ def test_the_report_puts_the_fidelity_table_first(jw_with_rows):
     summary = build_report(jw_with_rows.expanded)
     index = summary.index.read_text()
     tables = re.findall(r'<table id="([^"]+)"', index)
-    assert tables[0] == "fidelity" and "jw_table2" in tables
+    assert tables[:2] == ["conclusions", "fidelity"] and "jw_table2" in tables  # after the claims table only
     assert index.index('<section id="fidelity">') < index.index('<section id="jain_wallace">')
     assert tables.index("fidelity_tolerances") < tables.index("jw_table2")
     frame = pd.read_csv(summary.out / "fidelity.csv")
@@ -98,8 +98,8 @@ def test_the_report_puts_the_fidelity_table_first(jw_with_rows):
     assert markdown.startswith(f"# Fidelity: fidelity-jw ({jw_with_rows.path})")
     assert "## Tolerances" in markdown and "the authors' own rerun" in markdown
     manifest = json.loads((summary.out / "report.json").read_text())
-    assert manifest["sections"][0]["id"] == "fidelity"
-    assert manifest["sections"][0]["artifacts"] == ["fidelity", "fidelity_tolerances"]
+    assert manifest["sections"][1]["id"] == "fidelity"
+    assert manifest["sections"][1]["artifacts"] == ["fidelity", "fidelity_tolerances"]
     assert summary.fidelity == (
         "18 published numbers: 4 within tolerance, 2 outside (0 with an ablation, 2 without one yet), "
         "10 not run, 2 undefined (rows, but no value)."
@@ -110,7 +110,7 @@ def test_the_report_puts_the_fidelity_table_first(jw_with_rows):
 def test_a_setting_axis_gets_its_sensitivity_table(synthetic_grid):
     summary = build_report(embeddings_grid(synthetic_grid).expanded)
     manifest = json.loads((summary.out / "report.json").read_text())
-    assert manifest["sections"][0]["artifacts"] == ["fidelity", "fidelity_sensitivity", "fidelity_tolerances"]
+    assert manifest["sections"][1]["artifacts"] == ["fidelity", "fidelity_sensitivity", "fidelity_tolerances"]
     split = pd.read_csv(summary.out / "fidelity_sensitivity.csv", keep_default_na=False)
     assert set(split["axis"]) == {"model.embeddings"} and set(split["value"]) == {"null", "word2vec"}
     markdown = (summary.out / "fidelity.md").read_text()

@@ -149,11 +149,33 @@ def test_fidelity_rows_are_the_sections_numbers(quick_report):
     for number in taus.itertuples():
         assert number.ours == jw.loc[(number.dataset, number.encoder, number.attention, number.pred), "tau_g"]
         assert number.verdict in ("within", "outside") and number.n_seeds == 1
-    first = (quick_report.report / "index.html").read_text().index("<table id=")
-    assert (quick_report.report / "index.html").read_text()[first:].startswith('<table id="fidelity"')
+    page = (quick_report.report / "index.html").read_text()
+    tables = page.split("<table id=")[1:3]  # the claims table first, then the fidelity table
+    assert tables[0].startswith('"conclusions"') and tables[1].startswith('"fidelity"')
     spent = wall_time(GridWorkspace(quick_report.results))
     assert spent.launches == 1 and spent.launch_seconds > 0 and spent.unfinished == 0
     assert spent.trials == 4 and spent.epochs >= 4 and spent.train_seconds > 0
+
+
+def test_claims_are_the_rows_numbers(quick_report):
+    """conclusions.csv: the BiLSTM's mean tau_g minus the average encoder's, per dataset, recomputed from the
+    rows; the verdict follows its sign; claims whose analyses the quick grid lacks are not run."""
+    claims = pd.read_csv(quick_report.report / "conclusions.csv")
+    assert claims.columns.tolist()[:5] == ["claim", "condition", "statistic", "value", "verdict"]
+    source = rows(quick_report, "importance_correlation")
+    tau = per_cell_then_seeds(source, ["dataset", "encoder"], lambda g: g["tau_g"].dropna().mean())
+    weak = claims[(claims["claim"] == "jw.weak_correlation") & (claims["condition"] != "all")]
+    assert weak["condition"].tolist() == [
+        "dataset sst, attention additive, seeds 0",
+        "dataset synthetic, attention additive, seeds 0",
+    ]
+    for dataset, (value, verdict) in zip(("sst", "synthetic"), zip(weak["value"], weak["verdict"])):
+        expected = tau[(dataset, "lstm")] - tau[(dataset, "average")]
+        assert value == pytest.approx(expected, rel=1e-9)
+        assert verdict == ("holds" if expected < 0 else "reversed")
+    overall = claims[claims["condition"] == "all"].set_index("claim")["verdict"]
+    assert overall["vashishth.pair"] == "not run" and overall["wp.diagnostic"] == "not run"
+    assert overall["ss.erasure_order"] in ("holds", "partly", "reversed")
 
 
 def test_a_grid_missing_one_analysis_reports_it(quick_report, tmp_path: Path):
