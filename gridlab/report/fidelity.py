@@ -30,6 +30,7 @@ from gridlab.report.sections.registry import load_sections
 from gridlab.report.tolerances import TOLERANCES, Tolerance, rule_for, tolerance_for
 
 WITHIN, OUTSIDE, NOT_RUN, UNDEFINED = "within", "outside", "not run", "undefined"
+MATCHES_RERUN, DIFFERS_FROM_RERUN = "matches the rerun", "differs from the rerun"
 COLUMNS = [
     "paper",
     "table",
@@ -47,7 +48,9 @@ COLUMNS = [
     "difference",
     "rule",
     "tolerance",
+    "tolerance_source",
     "verdict",
+    "rerun_verdict",
     "ablation",
     "note",
 ]
@@ -178,9 +181,9 @@ def compare(comparison: Comparison, inputs: ReportInputs, entries: list[Ablation
 def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list[Ablation]) -> dict[str, Any]:
     """One fidelity row: ours against the published value, the rule's width, the verdict, the ablation."""
     measured = row.pop("_merge") == "both"
-    rule, width = tolerance_for(row["quantity"], _number(row.get("published_seed_std")))
     ours, value, rerun = _number(row.get("ours")), float(row["published"]), _number(row.get("rerun"))
-    difference, verdict = verdict_for(ours, value, width, rerun) if measured else (math.nan, NOT_RUN)
+    width = tolerance_for(row["quantity"], _number(row.get("published_seed_std")), value)
+    difference, verdict = verdict_for(ours, value, width.width) if measured else (math.nan, NOT_RUN)
     out = {
         **{k: row.get(k) for k in (*comparison.keys, *comparison.extra)},
         "paper": paper,
@@ -197,24 +200,32 @@ def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list
         "n_seeds": _number(row.get("n_seeds")),
         "n_instances": _number(row.get("n_instances")),
         "difference": difference,
-        "rule": rule.rule,
-        "tolerance": width,
+        "rule": width.rule.rule,
+        "tolerance": width.width,
+        "tolerance_source": width.source,
         "verdict": verdict,
+        "rerun_verdict": rerun_verdict_for(ours, rerun, width.width) if measured else "",
         "note": "; ".join(n for n in (row.get("note"), row.get("ours_note")) if isinstance(n, str) and n),
     }
     out["ablation"] = ablation_text(out, entries, verdict)
     return out
 
 
-def verdict_for(ours: float | None, published: float, width: float, rerun: float | None = None) -> tuple[float, str]:
-    """The difference ours − published and the verdict of a measured number (undefined without a value):
-    within when ours lies within `width` of the published number or, where the original code's own rerun is
-    known, of the interval between the two (the authors' reproduction of themselves moved that far)."""
+def verdict_for(ours: float | None, published: float, tolerance: float) -> tuple[float, str]:
+    """The difference ours − published and the verdict of a measured number, the one rule of
+    docs/fidelity/README.md: within iff |ours − published| ≤ tolerance (undefined without a value)."""
     if ours is None:
         return math.nan, UNDEFINED
-    low, high = (published, published) if rerun is None else sorted((published, rerun))
-    distance = max(low - ours, ours - high, 0.0)
-    return ours - published, WITHIN if distance <= width + 1e-9 else OUTSIDE
+    difference = ours - published
+    return difference, WITHIN if abs(difference) <= tolerance + 1e-9 else OUTSIDE
+
+
+def rerun_verdict_for(ours: float | None, rerun: float | None, tolerance: float) -> str:
+    """Whether ours lies within the same tolerance of the authors' own rerun (`reruns.py`): its own column,
+    which never changes the verdict against the printed number. Empty without a rerun or a value."""
+    if ours is None or rerun is None:
+        return ""
+    return MATCHES_RERUN if abs(ours - rerun) <= tolerance + 1e-9 else DIFFERS_FROM_RERUN
 
 
 def model_label(row: dict[str, Any], keys: tuple[str, ...]) -> str:

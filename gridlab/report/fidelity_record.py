@@ -25,7 +25,7 @@ import pandas as pd
 
 from gridlab.errors import GridlabError
 from gridlab.report.ablations import Ablation, ablation_text
-from gridlab.report.fidelity import IDENTITY, NOT_RUN, FidelityResult, verdict_for
+from gridlab.report.fidelity import IDENTITY, NOT_RUN, FidelityResult, rerun_verdict_for, verdict_for
 from gridlab.report.walltime import WallTime
 from gridlab.store.atomic import write_text
 
@@ -143,9 +143,8 @@ def _carried(
 ) -> dict[str, Any]:
     """`row` with the record's measurement `found`; `here`: this folder's own, on fewer seeds, named in the note."""
     out = {**row, **{k: _float(found[k]) for k in MEASURED}}
-    out["difference"], out["verdict"] = verdict_for(
-        out["ours"], float(row["published"]), float(row["tolerance"]), _float(row.get("rerun"))
-    )
+    out["difference"], out["verdict"] = verdict_for(out["ours"], float(row["published"]), float(row["tolerance"]))
+    out["rerun_verdict"] = rerun_verdict_for(out["ours"], _float(row.get("rerun")), float(row["tolerance"]))
     out["ablation"] = ablation_text(out, entries, out["verdict"])
     # The note as measured (it may hold the section's own remark on the value), without an older carry mark.
     measured_note = "; ".join(p for p in str(found["note"]).split("; ") if p and not p.startswith(CARRIED_PREFIX))

@@ -51,6 +51,7 @@ def display(frame: pd.DataFrame, columns: tuple[str, ...] = ()) -> pd.DataFrame:
     shown["difference"] = [_fixed(v, d, "+") for v, d in zip(frame["difference"], places)]
     shown["tolerance"] = [f"±{_fixed(v, d)}" for v, d in zip(frame["tolerance"], places)]
     shown["verdict"] = frame["verdict"]
+    shown["rerun verdict"] = frame["rerun_verdict"]
     shown["ablation"] = frame["ablation"]
     shown["note"] = frame["note"]
     return shown.reset_index(drop=True)
@@ -94,16 +95,16 @@ def caption(result: FidelityResult) -> str:
         "section's own value, the mean across seeds of a per-model statistic, ± its std across seeds; seeds: "
         "models averaged; instances: test instances over all seeds ('–' for per-model numbers). "
         "rerun: the original code's own rerun where its repository commits one (J&W's graph_outputs). "
-        "difference = ours − published; within: |difference| ≤ tolerance, or ours within the tolerance of "
-        "the interval between the published number and the rerun (rules and reasons in "
-        "fidelity_tolerances); not run: the grid's cells aim at the number but it has no rows yet; "
+        "difference = ours − published; within: |difference| ≤ tolerance, the only rule (tolerances and "
+        "their reasons in fidelity_tolerances; the rerun is judged in its own column, rerun verdict, and "
+        "widens nothing); not run: the grid's cells aim at the number but it has no rows yet; "
         "undefined: rows, but no value. ablation: the run that tests why a row is outside "
         f"(gridlab/report/ablations.yaml), 'no ablation yet' where none has been run.{pooled} {NOT_JOINED}"
     )
 
 
 def tolerance_text(rule: Tolerance) -> str:
-    width = f"±{rule.default:g} {rule.unit}"
+    width = f"±{rule.default:g} {rule.unit}, at most |published| (at least {rule.printed_step / 2:g})"
     if rule.seed_std_multiple is not None:
         return f"{rule.seed_std_multiple:g} × the paper's ± over its runs where printed, else {width}"
     return width
