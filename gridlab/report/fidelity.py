@@ -23,7 +23,7 @@ import pandas as pd
 
 from gridlab.data.catalog import DATASETS
 from gridlab.report.ablations import Ablation, ablation_text, load_ablations
-from gridlab.report.comparison import Comparison, expected
+from gridlab.report.comparison import Comparison, applicable_configs, expected
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.published import published
 from gridlab.report.sections.registry import load_sections
@@ -45,6 +45,9 @@ COLUMNS = [
     "ours_std",
     "n_seeds",
     "n_instances",
+    "population",
+    "printed_model",
+    "cells",
     "difference",
     "rule",
     "tolerance",
@@ -174,8 +177,47 @@ def compare(comparison: Comparison, inputs: ReportInputs, entries: list[Ablation
     ours = ours.rename(columns={"note": "ours_note"})
     merged = target.merge(ours, on=on, how="left", indicator=True)
     citation = published(comparison.key)
-    rows = [judge(row, comparison, citation["paper"].iloc[0], entries) for row in merged.to_dict(orient="records")]
+    configs = applicable_configs(inputs, comparison.analyses)
+    rows = []
+    for row in merged.to_dict(orient="records"):
+        cells = configs[_matching(configs, row, comparison.keys)]
+        judged = judge(row, comparison, citation["paper"].iloc[0], entries)
+        judged["cells"] = " ".join(sorted(cells["cell_id"]))
+        judged["population"] = population(cells, inputs, row.get("corpus"))
+        rows.append(judged)
     return pd.DataFrame.from_records(rows)
+
+
+def _matching(configs: pd.DataFrame, row: dict[str, Any], keys: tuple[str, ...]) -> np.ndarray:
+    """The configs whose model axes are the row's (NaN matches NaN: a projection without a lambda)."""
+    keep = np.ones(len(configs), dtype=bool)
+    for key in keys:
+        value, column = row.get(key), configs[key]
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            keep &= column.isna().to_numpy()
+        else:
+            keep &= (column == value).to_numpy()
+    return keep
+
+
+FULL = "full data"
+
+
+def population(cells: pd.DataFrame, inputs: ReportInputs, corpus: Any = None) -> str:
+    """What the number's cells were trained and measured on, beside what the paper used: FULL, or each
+    reduction named ('training subset of 5000', 'sample of 500 test instances', 'different corpus: ...')."""
+    parts = []
+    subsets = sorted({c["train"]["max_train"] for c in cells["_config"] if c["train"]["max_train"]})
+    if subsets:
+        parts.append("training subset of " + " / ".join(str(n) for n in subsets))
+    sample = inputs.grid.spec.instances
+    datasets = set(cells["dataset"])
+    tests = [DATASETS[d].expected_rows.get("test") if d in DATASETS else None for d in datasets]
+    if sample is not None and any(size is None or size > sample for size in tests):
+        parts.append(f"sample of {sample} test instances")
+    if isinstance(corpus, str) and corpus:
+        parts.append(corpus)
+    return "; ".join(parts) or FULL
 
 
 def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list[Ablation]) -> dict[str, Any]:
@@ -199,6 +241,7 @@ def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list
         "ours_std": _number(row.get("ours_std")),
         "n_seeds": _number(row.get("n_seeds")),
         "n_instances": _number(row.get("n_instances")),
+        "printed_model": all(row.get(axis) == value for axis, value in comparison.printed_for.items()),
         "difference": difference,
         "rule": width.rule.rule,
         "tolerance": width.width,

@@ -12,6 +12,7 @@ import pytest
 from gridlab.report.ablations import NO_ABLATION, Ablation
 from gridlab.report.fidelity import (
     DIFFERS_FROM_RERUN,
+    FULL,
     MATCHES_RERUN,
     NOT_RUN,
     OUTSIDE,
@@ -188,6 +189,7 @@ def test_ours_is_the_sections_own_number(jw):
 
 def test_the_ablation_column(jw):
     entry = Ablation(
+        id="jw_tau",
         paper="Jain & Wallace (2019)",
         quantity="tau_g",
         select={"dataset": "sst", "detail": "class 1"},
@@ -196,10 +198,7 @@ def test_the_ablation_column(jw):
         finding="tau_g falls to 0.41 once the vocabulary keeps SST's rare words",
     )
     frame = fidelity(ReportInputs.load(jw.expanded), entries=[entry]).frame
-    assert row(frame, "sst", "tau_g", "class 1")["ablation"] == (
-        "tau_g falls to 0.41 once the vocabulary keeps SST's rare words "
-        "(gridlab launch grids/ablations/jw_tau.yaml --where dataset=sst)"
-    )
+    assert row(frame, "sst", "tau_g", "class 1")["ablation"] == "jw_tau"  # by id; its finding is written once
     assert row(frame, "sst", "sig_frac_g", "class 1")["ablation"] == NO_ABLATION  # outside, nothing tests it
     assert row(frame, "sst", "tau_g", "class 0")["ablation"] == ""  # within
     assert row(frame, "imdb", "tau_g", "class 1")["ablation"] == ""  # not run
@@ -455,3 +454,28 @@ def test_a_number_copied_over_encoders_is_counted_once():
     news = frame[frame["dataset"] == "news_commentary"]
     assert len(news[news["published"] == -8.8]) == 2
     assert len(news) == 12 and set(news["reason"]) == {"no data"}  # Bahdanau's 6 and Luong's 6
+
+
+def test_a_number_printed_for_one_model_is_a_copy_on_the_others(synthetic_grid):
+    """J&W print Table 1 once per dataset for the BiLSTM; their experiments use additive attention, so the
+    dot-attention twin's row is a copy (printed_model False): an extra measurement, never a verdict."""
+    spec = {**JW_GRID, "name": "jw-twins", "grid": {**JW_GRID["grid"], "attention": ["additive", "dot"]}}
+    frame = fidelity(ReportInputs.load(synthetic_grid(spec).expanded), entries=[]).frame
+    table1 = frame[frame["quantity"] == "test_performance"].set_index(["dataset", "model"])["printed_model"]
+    assert table1.to_dict() == {
+        ("sst", "lstm + additive"): True,
+        ("sst", "lstm + dot"): False,
+        ("imdb", "lstm + additive"): True,
+        ("imdb", "lstm + dot"): False,
+    }
+    assert frame.loc[frame["table"] == "Table 2", "printed_model"].all()  # printed per model: no copies
+
+
+def test_each_row_names_its_cells_and_population(synthetic_grid):
+    grid = synthetic_grid({**JW_GRID, "instances": 500, "train": {"max_train": 200}})
+    frame = fidelity(ReportInputs.load(grid.expanded), entries=[]).frame
+    sst = row(frame, "sst", "tau_g", "class 0")
+    assert sst["cells"].split() == sorted(c.id for c in grid.cells(dataset="sst"))  # both seeds' cells
+    assert sst["population"] == "training subset of 200; sample of 500 test instances"
+    full = synthetic_grid({**JW_GRID, "name": "every-instance", "instances": None})
+    assert set(fidelity(ReportInputs.load(full.expanded), entries=[]).frame["population"]) == {FULL}

@@ -474,6 +474,9 @@ COMPARISONS = (
         ours=adversary_ours,
         extra=("variant",),
         admit=adversary_admit,
+        # Printed per encoder only, in App. C, which verifies W&P's adversarial experiments (§4 of W&P, on
+        # softmax attention) for the baseline models; the other projections are gridlab's extra models.
+        printed_for={"projection": "softmax"},
     ),
     Comparison(
         "meister_table6",
