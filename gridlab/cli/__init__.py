@@ -4,7 +4,7 @@ gridlab validate grids/quick.yaml
 gridlab plan grids/quick.yaml
 gridlab data list
 gridlab report grids/quick.yaml
-gridlab fidelity grids/jain_wallace.yaml grids/meister.yaml --out docs/fidelity.md
+gridlab fidelity                                   # docs/fidelity/ from the grids of report/fidelity_grids.yaml
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from gridlab.report.sections.registry import load_sections
 from gridlab.report.tolerances import TOLERANCES, Tolerance, rule_for, tolerance_for
 
 WITHIN, OUTSIDE, NOT_RUN, UNDEFINED = "within", "outside", "not run", "undefined"
+STALE = "stale"  # measured on cells that are no longer the grid's (or recorded without them): counted as not run
 MATCHES_RERUN, DIFFERS_FROM_RERUN = "matches the rerun", "differs from the rerun"
 COLUMNS = [
     "paper",
@@ -48,6 +49,7 @@ COLUMNS = [
     "population",
     "printed_model",
     "cells",
+    "measured_cells",
     "difference",
     "rule",
     "tolerance",
@@ -78,7 +80,8 @@ class FidelityResult:
         return [rule for rule in TOLERANCES if rule.rule in used]
 
     def counts(self) -> dict[str, int]:
-        return {v: int((self.frame["verdict"] == v).sum()) for v in (WITHIN, OUTSIDE, NOT_RUN, UNDEFINED)}
+        verdicts = (WITHIN, OUTSIDE, NOT_RUN, UNDEFINED, STALE)
+        return {v: int((self.frame["verdict"] == v).sum()) for v in verdicts}
 
 
 def all_comparisons() -> list[Comparison]:
@@ -178,14 +181,28 @@ def compare(comparison: Comparison, inputs: ReportInputs, entries: list[Ablation
     merged = target.merge(ours, on=on, how="left", indicator=True)
     citation = published(comparison.key)
     configs = applicable_configs(inputs, comparison.analyses)
+    with_rows = measured_cells(inputs, comparison.analyses)
     rows = []
     for row in merged.to_dict(orient="records"):
         cells = configs[_matching(configs, row, comparison.keys)]
         judged = judge(row, comparison, citation["paper"].iloc[0], entries)
         judged["cells"] = " ".join(sorted(cells["cell_id"]))
+        measured = sorted(set(cells["cell_id"]) & with_rows) if judged["verdict"] != NOT_RUN else []
+        judged["measured_cells"] = " ".join(measured)
         judged["population"] = population(cells, inputs, row.get("corpus"))
         rows.append(judged)
     return pd.DataFrame.from_records(rows)
+
+
+def measured_cells(inputs: ReportInputs, analyses: tuple[str, ...]) -> set[str]:
+    """The cells whose rows a comparison's number is computed from: those with rows of its analyses, and the
+    trained ones (a test metric, J&W's and Meister's accuracy, is read from the model, not from rows)."""
+    found = set(inputs.cells["cell_id"])
+    for analysis in analyses:
+        rows = inputs.rows(analysis) if inputs.requested(analysis) else None
+        if rows is not None:
+            found |= set(rows["cell_id"])
+    return found
 
 
 def _matching(configs: pd.DataFrame, row: dict[str, Any], keys: tuple[str, ...]) -> np.ndarray:

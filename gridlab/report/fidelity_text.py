@@ -31,11 +31,11 @@ def digits(quantity: str) -> int:
     return 2 if "points" in unit or "BLEU" in unit else 3
 
 
-def _fixed(value: float | None, places: int, sign: str = "") -> str:
+def fixed(value: float | None, places: int, sign: str = "") -> str:
     return "–" if value is None or pd.isna(value) else f"{value:{sign}.{places}f}"
 
 
-def _count(value: float | None) -> str:
+def count_text(value: float | None) -> str:
     return "–" if value is None or pd.isna(value) else str(int(value))
 
 
@@ -43,13 +43,13 @@ def display(frame: pd.DataFrame, columns: tuple[str, ...] = ()) -> pd.DataFrame:
     """The rows as text: published as printed, ours as mean ± std across seeds, signed difference, ±width."""
     places = [digits(q) for q in frame["quantity"]]
     shown = frame[[*columns, "paper", "table", "dataset", "model", "detail", "quantity"]].copy()
-    shown["published"] = [_fixed(v, d) for v, d in zip(frame["published"], places)]
-    shown["rerun"] = [_fixed(v, d) for v, d in zip(frame["rerun"], places)]
+    shown["published"] = [fixed(v, d) for v, d in zip(frame["published"], places)]
+    shown["rerun"] = [fixed(v, d) for v, d in zip(frame["rerun"], places)]
     shown["ours"] = [plus_minus(m, s, d) for m, s, d in zip(frame["ours"], frame["ours_std"], places)]
-    shown["seeds"] = [_count(v) for v in frame["n_seeds"]]
-    shown["instances"] = [_count(v) for v in frame["n_instances"]]
-    shown["difference"] = [_fixed(v, d, "+") for v, d in zip(frame["difference"], places)]
-    shown["tolerance"] = [f"±{_fixed(v, d)}" for v, d in zip(frame["tolerance"], places)]
+    shown["seeds"] = [count_text(v) for v in frame["n_seeds"]]
+    shown["instances"] = [count_text(v) for v in frame["n_instances"]]
+    shown["difference"] = [fixed(v, d, "+") for v, d in zip(frame["difference"], places)]
+    shown["tolerance"] = [f"±{fixed(v, d)}" for v, d in zip(frame["tolerance"], places)]
     shown["verdict"] = frame["verdict"]
     shown["rerun verdict"] = frame["rerun_verdict"]
     shown["ablation"] = frame["ablation"]

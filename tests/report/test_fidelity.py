@@ -16,6 +16,7 @@ from gridlab.report.fidelity import (
     MATCHES_RERUN,
     NOT_RUN,
     OUTSIDE,
+    STALE,
     UNDEFINED,
     WITHIN,
     fidelity,
@@ -211,7 +212,7 @@ def test_a_grid_with_no_results_is_all_not_run(synthetic_grid):
     result = fidelity(ReportInputs.load(grid.expanded), entries=[])
     assert len(result.frame) == 18 and (result.frame["verdict"] == NOT_RUN).all()
     assert result.sensitivity.empty and result.axes == []
-    assert result.counts() == {WITHIN: 0, OUTSIDE: 0, NOT_RUN: 18, UNDEFINED: 0}
+    assert result.counts() == {WITHIN: 0, OUTSIDE: 0, NOT_RUN: 18, UNDEFINED: 0, STALE: 0}
 
 
 def test_jw_tables_aim_at_their_own_models_only(synthetic_grid):
