@@ -20,7 +20,7 @@ from gridlab.catalog.analyses import ANALYSES
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.report.artifacts import Figure, Fragment, SectionOutput, Table
 from gridlab.report.fidelity import fidelity
-from gridlab.report.fidelity_text import fidelity_section, summary
+from gridlab.report.fidelity_text import fidelity_section, fidelity_summary
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.render import SectionResult, render_report
 from gridlab.report.sections import Section
@@ -104,5 +104,5 @@ def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
         fragments=sum(isinstance(a, Fragment) for a in artifacts),
         sections=[r.id for r in sections if r.rendered],
         missing=[f"{r.title}: {line}" for r in sections for line in r.missing],
-        fidelity=summary(judged),
+        fidelity=fidelity_summary(judged),
     )

@@ -53,6 +53,9 @@ class Comparison:
     # cells have (Meister's Table 5: no projection): axis -> the paper's value. A row of another value is a
     # copy of that number onto one of gridlab's extra models: an extra measurement, never a verdict.
     printed_for: Mapping[str, str] = field(default_factory=dict)
+    # Whether `ours` reads the trained models' test metrics (`inputs.cells`) rather than analysis rows: which
+    # cells a number was measured on is then the trained ones, else the ones with complete rows.
+    reads_models: bool = False
 
 
 def applicable_configs(inputs: ReportInputs, analyses: Sequence[str]) -> pd.DataFrame:

@@ -181,7 +181,7 @@ def compare(comparison: Comparison, inputs: ReportInputs, entries: list[Ablation
     merged = target.merge(ours, on=on, how="left", indicator=True)
     citation = published(comparison.key)
     configs = applicable_configs(inputs, comparison.analyses)
-    with_rows = measured_cells(inputs, comparison.analyses)
+    with_rows = measured_cells(inputs, comparison)
     rows = []
     for row in merged.to_dict(orient="records"):
         cells = configs[_matching(configs, row, comparison.keys)]
@@ -194,11 +194,13 @@ def compare(comparison: Comparison, inputs: ReportInputs, entries: list[Ablation
     return pd.DataFrame.from_records(rows)
 
 
-def measured_cells(inputs: ReportInputs, analyses: tuple[str, ...]) -> set[str]:
-    """The cells whose rows a comparison's number is computed from: those with rows of its analyses, and the
-    trained ones (a test metric, J&W's and Meister's accuracy, is read from the model, not from rows)."""
-    found = set(inputs.cells["cell_id"])
-    for analysis in analyses:
+def measured_cells(inputs: ReportInputs, comparison: Comparison) -> set[str]:
+    """The cells a comparison's numbers are computed from: the trained ones where it reads test metrics (J&W's
+    and Meister's accuracy), else those with complete rows of its analyses (a partly written cell is not)."""
+    if comparison.reads_models:
+        return set(inputs.cells["cell_id"])
+    found: set[str] = set()
+    for analysis in comparison.analyses:
         rows = inputs.rows(analysis) if inputs.requested(analysis) else None
         if rows is not None:
             found |= set(rows["cell_id"])

@@ -28,17 +28,16 @@ import pandas as pd
 
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import ExpandedGrid
-from gridlab.report.ablations import NO_ABLATION, Ablation, load_ablations
+from gridlab.report.ablations import Ablation, load_ablations
 from gridlab.report.fidelity import NO_DATA, NO_MODEL, STALE, UNDEFINED, fidelity, out_of_reach
 from gridlab.report.fidelity_record import NumberRecord, Trace
-from gridlab.report.fidelity_text import count_text, digits, fixed, tolerance_frame
+from gridlab.report.fidelity_text import count_line, extra_display, tolerance_frame, verdict_display
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.provenance import grid_hash
 from gridlab.report.published import PAPERS_WITHOUT_NUMBERS
 from gridlab.report.render import markdown_table
-from gridlab.report.stats import plus_minus
 from gridlab.report.tolerances import CAPPED, DEFAULT, PAPER_SPREAD
-from gridlab.report.verdicts import FULL_SEEDS, HEADLINE, Decided, PaperPlan, Plan, decide, headline
+from gridlab.report.verdicts import FULL_SEEDS, Decided, PaperPlan, Plan, decide, headline
 from gridlab.report.walltime import WallTime, wall_time
 from gridlab.text import counted, duration
 
@@ -227,89 +226,24 @@ def paper_page(paper: PaperPlan, decided: Decided) -> str:
     if verdicts.empty:
         parts += ["No grid of this paper aims at one of its published numbers.", ""]
     for table, rows in verdicts.groupby("table", sort=False):
-        parts += [f"## {table}", "", count_line(rows), "", markdown_table(verdict_display(rows)), ""]
+        parts += [f"## {table}", "", count_line(rows), "", markdown_table(verdict_display(rows, ABLATIONS_PAGE)), ""]
     parts += ["## Extra measurements", "", EXTRAS_TEXT, ""]
     if extras.empty:
         parts += ["None.", ""]
     for (grid, why), rows in extras.groupby(["grid", "why"], sort=False):
         summary = f"{grid}: {counted(len(rows), 'row')} ({why})"
-        table = markdown_table(extra_display(rows))
+        table = markdown_table(extra_display(rows, ABLATIONS_PAGE))
         parts += ["<details>", f"<summary>{summary}</summary>", "", table, "", "</details>", ""]
     return "\n".join(parts).rstrip() + "\n"
 
 
+ABLATIONS_PAGE = "ablations.md"
 EXTRAS_TEXT = (
     "Measured rows that decide no verdict, per grid: another paper's grid, an ablation grid (its `detail` names "
     "the setting), a later grid of this paper's where an earlier one decided, or a copy of a number onto one "
     "of gridlab's extra models (the paper printed it for another). Difference and tolerance as above; no "
     "within / outside is counted."
 )
-
-
-def count_line(rows: pd.DataFrame) -> str:
-    counts = headline(rows, by=("paper",)).iloc[0]
-    shown = [f"{int(counts[c])} {c}" for c in HEADLINE if counts[c]]
-    return f"{counted(len(rows), 'published number')}: " + ", ".join(shown) + "."
-
-
-def _measured(on: object, commit: object) -> str:
-    if not isinstance(on, str) or not on:
-        return ""
-    return f"{on}, {_short(commit)}" if isinstance(commit, str) and commit else f"{on}, untraced"
-
-
-def _short(commit: str) -> str:
-    """'git 61f4c0f2a9…' -> '61f4c0f' (with '-dirty' kept); 'gridlab 0.1.0' as is."""
-    if commit.startswith("git "):
-        head = commit[4:]
-        return head[:7] + ("-dirty" if head.endswith("-dirty") else "")
-    return commit
-
-
-def _links(ids: object) -> str:
-    if not isinstance(ids, str) or not ids or ids == NO_ABLATION:
-        return ids if isinstance(ids, str) else ""
-    return ", ".join(f"[{i}](ablations.md#{i})" for i in ids.split(", "))
-
-
-def _numbers(frame: pd.DataFrame) -> pd.DataFrame:
-    places = [digits(q) for q in frame["quantity"]]
-    return pd.DataFrame(
-        {
-            "published": [fixed(v, d) for v, d in zip(frame["published"], places)],
-            "ours": [plus_minus(m, s, d) for m, s, d in zip(frame["ours"], frame["ours_std"], places)],
-            "seeds": [count_text(v) for v in frame["seeds"]],
-            "population": frame["population"],
-            "difference": [fixed(v, d, "+") for v, d in zip(frame["difference"], places)],
-            "tolerance": [f"±{fixed(v, d)}" for v, d in zip(frame["tolerance"], places)],
-        },
-        index=frame.index,
-    )
-
-
-def verdict_display(rows: pd.DataFrame) -> pd.DataFrame:
-    places = [digits(q) for q in rows["quantity"]]
-    shown = pd.concat([rows[["dataset", "model", "detail", "quantity"]], _numbers(rows)], axis=1)
-    shown["verdict"] = [
-        f"{v} (reduced)" if reduced else v for v, reduced in zip(rows["verdict"], rows["reduced"].astype(bool))
-    ]
-    shown["rerun"] = [fixed(v, d) for v, d in zip(rows["rerun"], places)]
-    shown["rerun verdict"] = rows["rerun_verdict"].fillna("")
-    shown["ablation"] = [_links(a) for a in rows["ablation"]]
-    shown["grid"] = rows["grid"]
-    shown["measured"] = [_measured(on, c) for on, c in zip(rows["measured_on"], rows["commit"])]
-    shown["note"] = rows["note"].fillna("")
-    return shown.reset_index(drop=True)
-
-
-def extra_display(rows: pd.DataFrame) -> pd.DataFrame:
-    shown = pd.concat([rows[["table", "dataset", "model", "detail", "quantity"]], _numbers(rows)], axis=1)
-    shown["measured"] = [
-        f"stale: {_measured(on, c)}" if v == STALE else _measured(on, c)
-        for v, on, c in zip(rows["verdict"], rows["measured_on"], rows["commit"])
-    ]
-    shown["ablation"] = [_links(a) for a in rows["ablation"]]
-    return shown.reset_index(drop=True)
 
 
 def ablations_page(entries: list[Ablation], decided: Decided) -> str:

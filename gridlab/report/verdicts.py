@@ -164,21 +164,23 @@ def _enough(seeds: object) -> bool:
 
 
 def headline(verdicts: pd.DataFrame, by: tuple[str, ...] = ("paper", "table")) -> pd.DataFrame:
-    """Per `by`: the published numbers, within on full data and 3+ seeds, within reduced, outside,
-    undefined (rows without a value), not run and stale."""
+    """Per `by` (all rows together for ()): the published numbers, within on full data and 3+ seeds, within
+    reduced, outside, undefined (rows without a value), not run and stale."""
+    keys = list(by) or ["_all"]
     frame = verdicts.assign(
+        _all="all",
         _count=[
             (WITHIN_REDUCED if reduced else WITHIN_FULL) if verdict == WITHIN else verdict
             for verdict, reduced in zip(verdicts["verdict"], verdicts["reduced"])
-        ]
+        ],
     )
     counts = (
-        frame.groupby(list(by), sort=False)["_count"]
+        frame.groupby(keys, sort=False)["_count"]
         .value_counts()
         .unstack(fill_value=0)
         .reindex(columns=HEADLINE, fill_value=0)
         .reset_index()
         .rename_axis(None, axis=1)
     )
-    counts.insert(len(by), "published numbers", counts[HEADLINE].sum(axis=1))
-    return counts
+    counts.insert(len(keys), "published numbers", counts[HEADLINE].sum(axis=1))
+    return counts.drop(columns=["_all"], errors="ignore")

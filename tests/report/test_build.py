@@ -86,7 +86,8 @@ def test_report_command_on_a_grid_with_nothing_run(tmp_path: Path, data_dir: Pat
     assert "fidelity: No published number matches this grid's cells and analyses." in result.output
     manifest = json.loads((out / "report.json").read_text())
     fidelity, *papers = manifest["sections"]
-    assert fidelity["id"] == "fidelity" and fidelity["artifacts"] == ["fidelity", "fidelity_tolerances"]
+    assert fidelity["id"] == "fidelity"
+    assert fidelity["artifacts"] == ["fidelity", "fidelity_rows", "fidelity_tolerances"]
     assert not any(s["rendered"] for s in papers) and not any(s["artifacts"] for s in papers)
     assert (out / "index.html").is_file() and (out / "fidelity.md").is_file() and (out / "fidelity.csv").is_file()
 

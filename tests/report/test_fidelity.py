@@ -24,7 +24,7 @@ from gridlab.report.fidelity import (
     rerun_verdict_for,
     verdict_for,
 )
-from gridlab.report.fidelity_text import summary
+from gridlab.report.fidelity_text import fidelity_summary
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.reruns import KEYS as RERUN_KEYS
 from gridlab.report.reruns import reruns
@@ -149,7 +149,8 @@ def test_a_cell_with_some_of_its_shards_written_is_left_out_until_complete(synth
     result = fidelity(inputs, entries=[])
     tau = row(result.frame, "sst", "tau_g", "class 0")
     assert tau["n_seeds"] == 1 and tau["ours"] == pytest.approx(0.40)  # seed 0's alone, not seed 1's first half
-    assert f"importance_correlation of 1 cell ({partial.id})" in summary(result)
+    assert f"importance_correlation of 1 cell ({partial.id})" in fidelity_summary(result)
+    assert tau["measured_cells"] == complete.id and tau["cells"] == " ".join(sorted([complete.id, partial.id]))
     assert inputs.restrict([complete.id]).partial("importance_correlation") == []
 
 

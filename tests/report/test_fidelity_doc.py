@@ -134,34 +134,52 @@ def test_the_report_puts_the_fidelity_table_first(jw_with_rows):
     assert tables[0] == "fidelity" and "jw_table2" in tables
     assert index.index('<section id="fidelity">') < index.index('<section id="jain_wallace">')
     assert tables.index("fidelity_tolerances") < tables.index("jw_table2")
-    frame = pd.read_csv(summary.out / "fidelity.csv")
+    # per table first: the counts; the rows on demand, a <details> per table, then the extra measurements
+    counts = index[index.index('<table id="fidelity"') : index.index("</table>")]
+    assert "within, 3+ seeds, full data" in counts and "Table 2" in counts and "class 0" not in counts
+    rows = index[index.index('<div id="fidelity_rows"') :]
+    rows = rows[: rows.index("</div>")]
+    assert rows.count("<details>") == 2  # Table 1, Table 2: this grid's additive models only, no extras
+    assert "<summary>Jain &amp; Wallace (2019), Table 2: 16 published numbers:" in rows and "class 0" in rows
+    frame = pd.read_csv(summary.out / "fidelity.csv")  # the verdicts, as docs/fidelity/verdicts.csv has them
+    assert list(frame.columns) == VERDICT_COLUMNS
     assert len(frame) == 18 and set(frame["verdict"]) == {"within", "outside", "undefined", "not run"}
     markdown = (summary.out / "fidelity.md").read_text()
     assert markdown.startswith(f"# Fidelity: fidelity-jw ({jw_with_rows.path})")
     assert "## Tolerances" in markdown and "widens nothing" in markdown
     manifest = json.loads((summary.out / "report.json").read_text())
     assert manifest["sections"][0]["id"] == "fidelity"
-    assert manifest["sections"][0]["artifacts"] == ["fidelity", "fidelity_tolerances"]
+    assert manifest["sections"][0]["artifacts"] == ["fidelity", "fidelity_rows", "fidelity_tolerances"]
     assert summary.fidelity == (
-        "18 published numbers: 4 within tolerance, 2 outside (0 with an ablation, 2 without one yet), "
-        "10 not run, 2 undefined (rows, but no value)."
+        "18 published numbers: 4 within (0 on 3+ seeds and full data, 4 reduced), 2 outside (0 with an "
+        "ablation, 2 without one yet), 10 not run, 2 undefined (rows, but no value)."
     )
     assert "fidelity" not in summary.sections  # the papers' sections; the fidelity line says the rest
+
+
+def test_the_reports_verdicts_are_the_pages(jw_with_rows, tmp_path: Path):
+    """The same rows, decided the same way, whether `gridlab report` or `gridlab fidelity` shows them."""
+    report = pd.read_csv(build_report(jw_with_rows.expanded).out / "fidelity.csv", keep_default_na=False)
+    pages = regenerate(plan_file(tmp_path, [jw_with_rows.path]), tmp_path / "fidelity")
+    columns = [c for c in VERDICT_COLUMNS if c not in ("measured_on", "commit", "grid_hash", "note")]
+    pd.testing.assert_frame_equal(report[columns].astype(str), pages[columns].astype(str))
 
 
 def test_a_setting_axis_gets_its_sensitivity_table(synthetic_grid):
     summary = build_report(embeddings_grid(synthetic_grid).expanded)
     manifest = json.loads((summary.out / "report.json").read_text())
-    assert manifest["sections"][0]["artifacts"] == ["fidelity", "fidelity_sensitivity", "fidelity_tolerances"]
+    assert manifest["sections"][0]["artifacts"] == [
+        "fidelity",
+        "fidelity_rows",
+        "fidelity_sensitivity",
+        "fidelity_tolerances",
+    ]
     split = pd.read_csv(summary.out / "fidelity_sensitivity.csv", keep_default_na=False)
     assert set(split["axis"]) == {"model.embeddings"} and set(split["value"]) == {"null", "word2vec"}
     markdown = (summary.out / "fidelity.md").read_text()
-    assert "## Sensitivity to model.embeddings" in markdown
-    assert (
-        "| model.embeddings | word2vec | Jain & Wallace (2019) | Table 2 | sst | lstm + additive | class 0 |"
-        in markdown
-    )
-    assert "Cells of every value of model.embeddings are pooled here" in markdown
+    # a grid that sweeps a setting decides nothing: its rows are extra measurements, one per setting
+    assert "0 published numbers" in markdown and "## Extra measurements" in markdown
+    assert "| Table 2 | sst | lstm + additive | class 0; model.embeddings word2vec | tau_g |" in markdown
 
 
 def test_the_report_command_prints_the_fidelity_line(jw_with_rows):

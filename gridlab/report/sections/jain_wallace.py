@@ -499,6 +499,7 @@ COMPARISONS = (
         # Printed per dataset for the BiLSTM; J&W's experiments are those of additive (tanh) attention
         # (Table 2, their graph_outputs), so the dot-attention twin is gridlab's extra model.
         printed_for={"attention": "additive"},
+        reads_models=True,
     ),
     Comparison(
         "jw_figure4",

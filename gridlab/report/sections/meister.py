@@ -464,6 +464,7 @@ COMPARISONS = (
         join=PAPER_JOIN,
         paper=baseline_published,
         ours=baseline_ours,
+        reads_models=True,
     ),
     Comparison(
         "meister_table5",
