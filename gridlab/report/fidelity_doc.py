@@ -199,10 +199,15 @@ def stale_text(verdicts: pd.DataFrame) -> str:
         return "No number is stale."
     per_grid = stale.groupby("grid", sort=False).size()
     listed = ", ".join(f"`gridlab launch {grid}` ({counted(int(n), 'number')})" for grid, n in per_grid.items())
+    untraced = int((stale["cells"].fillna("") == "").sum())
+    why = [
+        f"{untraced} recorded before the record kept cells, grid hash and commit" if untraced else "",
+        f"{len(stale) - untraced} measured on cells that are no longer the grid's" if len(stale) > untraced else "",
+    ]
     return (
-        f"{counted(len(stale), 'number')} of {len(verdicts)} are stale: their runs are on no machine this "
-        "regeneration reached, and their record rows predate the cells, grid hash and commit that would show "
-        f"them current. What regenerates them: {listed}, then `gridlab fidelity`."
+        f"{counted(len(stale), 'number')} of {len(verdicts)} are stale, counted as not run: "
+        + " and ".join(w for w in why if w)
+        + f". What regenerates them: {listed}, then `gridlab fidelity`."
     )
 
 

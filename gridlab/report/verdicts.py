@@ -57,7 +57,7 @@ VERDICT_COLUMNS = [
     "measured_on",
 ]
 ANOTHER_PAPER, ABLATION_GRID, EXTRA_MODEL, NOT_DECIDING = (
-    "another paper's grid",
+    "not one of this paper's grids (another paper's, or an ablation's)",
     "ablation grid (sweeps a setting)",
     "copy onto an extra model",
     "a later grid of the paper's decided it",
@@ -112,7 +112,9 @@ def decide(results: list[FidelityResult], plan: Plan) -> Decided:
     order = {WITHIN: 0, OUTSIDE: 0, UNDEFINED: 0, STALE: 1, NOT_RUN: 2}
     pool = rows[candidate].assign(_state=lambda f: f["verdict"].map(order))
     chosen = pool.sort_values(["_state", "_rank", "_position"], kind="stable").drop_duplicates(IDENTITY)
-    chosen = chosen.assign(_table=chosen["table"].map(table_order)).sort_values(["_table", "_position"])
+    papers = {p.paper: i for i, p in enumerate(plan.papers)}
+    chosen = chosen.assign(_paper=chosen["paper"].map(papers), _table=chosen["table"].map(table_order))
+    chosen = chosen.sort_values(["_paper", "_table", "_position"], kind="stable")
     verdicts = _verdict_frame(chosen)
     rest = rows.drop(index=chosen.index)
     rest = rest[rest["verdict"] != NOT_RUN]
@@ -182,5 +184,6 @@ def headline(verdicts: pd.DataFrame, by: tuple[str, ...] = ("paper", "table")) -
         .reset_index()
         .rename_axis(None, axis=1)
     )
+    counts = frame[keys].drop_duplicates().merge(counts, on=keys, how="left")  # in the rows' order
     counts.insert(len(keys), "published numbers", counts[HEADLINE].sum(axis=1))
     return counts.drop(columns=["_all"], errors="ignore")
