@@ -285,6 +285,7 @@ def check_rule(frame: pd.DataFrame) -> None:
             assert row["verdict"] in (NOT_RUN, STALE, UNDEFINED), row
 
 
+@pytest.mark.slow  # every grid of the repository expanded and judged: about a minute on 2 cores
 def test_the_committed_pages_are_what_the_repository_regenerates(tmp_path: Path):
     """A fresh checkout with no results folder: the grids and the committed pages and record, nothing else."""
     tracked = subprocess.run(
@@ -300,6 +301,7 @@ def test_the_committed_pages_are_what_the_repository_regenerates(tmp_path: Path)
     result = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "runs").exists()
+    assert len(committed["docs/fidelity/README.md"].decode().splitlines()) <= 40  # one screen
     written = {str(p.relative_to(tmp_path)) for p in (tmp_path / "docs" / "fidelity").iterdir()}
     assert written == set(committed)
     for name, text in committed.items():
