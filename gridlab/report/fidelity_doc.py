@@ -31,12 +31,12 @@ from gridlab.grid.expand import ExpandedGrid
 from gridlab.report.ablations import Ablation, load_ablations
 from gridlab.report.fidelity import NO_DATA, NO_MODEL, STALE, UNDEFINED, fidelity, out_of_reach
 from gridlab.report.fidelity_record import NumberRecord, Trace
-from gridlab.report.fidelity_text import count_line, extra_display, tolerance_frame, verdict_display
+from gridlab.report.fidelity_text import count_line, count_text, extra_display, tolerance_frame, verdict_display
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.provenance import grid_hash
 from gridlab.report.published import PAPERS_WITHOUT_NUMBERS
 from gridlab.report.render import markdown_table
-from gridlab.report.tolerances import CAPPED, DEFAULT, PAPER_SPREAD
+from gridlab.report.tolerances import CAPPED, DEFAULT, PAPER_SPREAD, rule_for
 from gridlab.report.verdicts import FULL_SEEDS, Decided, PaperPlan, Plan, decide, headline
 from gridlab.report.walltime import WallTime, wall_time
 from gridlab.text import counted, duration
@@ -131,7 +131,7 @@ def fidelity_pages(
         "README.md": readme(decided, plan),
         **{f"{paper.page}.md": paper_page(paper, decided) for paper in plan.papers},
         "ablations.md": ablations_page(entries, decided),
-        "tolerances.md": tolerances_page(),
+        "tolerances.md": tolerances_page(decided),
         "settings.md": page("Settings: the papers, their code and gridlab", settings_markdown(settings)),
         "out_of_reach.md": page("Out of reach", out_of_reach_markdown()),
         "walltime.md": page("Wall time", walltime_markdown(grids, times)),
@@ -275,7 +275,7 @@ def ablations_page(entries: list[Ablation], decided: Decided) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def tolerances_page() -> str:
+def tolerances_page(decided: Decided) -> str:
     body = "\n".join(
         [
             "within iff |ours − published| ≤ tolerance. Source of a row's tolerance (its `tolerance_source` in "
@@ -285,10 +285,37 @@ def tolerances_page() -> str:
             "last printed digit, so that a printed 0.0 is matched by what rounds to it). Rules as data in "
             "gridlab/report/tolerances.py.",
             "",
-            markdown_table(tolerance_frame()),
+            markdown_table(_with_spread(decided)),
+            "",
+            f"gridlab's seed spread, beside each rule as a check on its width and never used as one: twice the "
+            f"median of ours' std across seeds over the measured rows (verdicts and extra measurements, current "
+            f"or stale) on {FULL_SEEDS} or more seeds, and how many rows that is. A width well below it would "
+            "call a faithful rerun outside by chance alone; one well above it is lenient.",
         ]
     )
     return page("Tolerances", body)
+
+
+def _with_spread(decided: Decided) -> pd.DataFrame:
+    frame = tolerance_frame().merge(seed_spread(decided), on="rule", how="left")
+    frame["gridlab seed spread"] = frame["gridlab seed spread"].astype(object).fillna("–")
+    frame["rows"] = [count_text(v) for v in frame["rows"]]
+    return frame
+
+
+def seed_spread(decided: Decided) -> pd.DataFrame:
+    """Per rule: 2 × the median across-seed std of ours over the measured rows on FULL_SEEDS+ seeds."""
+    rows = pd.concat([decided.verdicts, decided.extras.drop(columns="why")], ignore_index=True)
+    rows = rows[pd.to_numeric(rows["seeds"], errors="coerce") >= FULL_SEEDS]
+    rows = rows.assign(rule=[rule_for(q).rule for q in rows["quantity"]], std=pd.to_numeric(rows["ours_std"]))
+    spread = rows.dropna(subset=["std"]).groupby("rule")["std"].agg(["median", "size"]).reset_index()
+    return pd.DataFrame(
+        {
+            "rule": spread["rule"],
+            "gridlab seed spread": [f"{2 * m:.3g}" for m in spread["median"]],
+            "rows": spread["size"].astype(int),
+        }
+    )
 
 
 def walltime_markdown(grids: list[ExpandedGrid], times: list[tuple[WallTime, str | None]]) -> str:
