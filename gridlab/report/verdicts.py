@@ -60,7 +60,7 @@ ANOTHER_PAPER, ABLATION_GRID, EXTRA_MODEL, NOT_DECIDING = (
     "not one of this paper's grids (another paper's, or an ablation's)",
     "ablation grid (sweeps a setting)",
     "copy onto an extra model",
-    "a later grid of the paper's decided it",
+    "another of the paper's grids decided this number",
 )
 
 
@@ -102,12 +102,15 @@ class Decided:
 
 
 def decide(results: list[FidelityResult], plan: Plan) -> Decided:
-    rows = pd.concat([_rows_of(r, i) for i, r in enumerate(results)], ignore_index=True) if results else None
+    """The verdict of each published number the paper's own grids aim at, and the extra measurements: `results`
+    in the order the pages show them (carried and traced: `fidelity_record.NumberRecord.carry`)."""
+    rows = pd.concat([_rows_of(r) for r in results], ignore_index=True) if results else None
     if rows is None or rows.empty:
-        return Decided(pd.DataFrame(columns=VERDICT_COLUMNS), pd.DataFrame(columns=["grid", "why", *VERDICT_COLUMNS]))
+        return Decided(pd.DataFrame(columns=VERDICT_COLUMNS), pd.DataFrame(columns=["why", *VERDICT_COLUMNS]))
+    rows["_position"] = range(len(rows))  # the grids' order, then each grid's own
     rank = [_rank(plan, paper, grid) for paper, grid in zip(rows["paper"], rows["grid"])]
     rows["_rank"] = rank
-    candidate = rows["_rank"].notna() & rows["printed_model"].astype(bool) & ~rows["_setting"]
+    candidate = rows["_rank"].notna() & rows["printed_model"].astype(bool) & ~rows["_setting"].astype(bool)
     # The deciding row: current first, then stale, then not run; within each, the paper's precedence.
     order = {WITHIN: 0, OUTSIDE: 0, UNDEFINED: 0, STALE: 1, NOT_RUN: 2}
     pool = rows[candidate].assign(_state=lambda f: f["verdict"].map(order))
@@ -120,7 +123,7 @@ def decide(results: list[FidelityResult], plan: Plan) -> Decided:
     rest = rest[rest["verdict"] != NOT_RUN]
     why = [
         ABLATION_GRID if setting else EXTRA_MODEL if not printed else ANOTHER_PAPER if pd.isna(r) else NOT_DECIDING
-        for setting, printed, r in zip(rest["_setting"], rest["printed_model"].astype(bool), rest["_rank"])
+        for setting, printed, r in zip(rest["_setting"].astype(bool), rest["printed_model"].astype(bool), rest["_rank"])
     ]
     extras = _verdict_frame(rest)
     extras.insert(0, "why", why)
@@ -134,11 +137,10 @@ def table_order(table: str) -> tuple[int, int, str]:
     return (0 if words[0] == "Table" else 1, number, table)
 
 
-def _rows_of(result: FidelityResult, index: int) -> pd.DataFrame:
+def _rows_of(result: FidelityResult) -> pd.DataFrame:
     frame = result.frame.copy()
     frame["grid"] = result.file
     frame["_setting"] = bool(result.axes)
-    frame["_position"] = [index * 100_000 + i for i in range(len(frame))]
     return frame
 
 
