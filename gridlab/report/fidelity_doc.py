@@ -245,7 +245,7 @@ def paper_page(paper: PaperPlan, decided: Decided) -> str:
 ABLATIONS_PAGE = "ablations.md"
 EXTRAS_TEXT = (
     "Measured rows that decide no verdict, per grid: another paper's grid, an ablation grid (its `detail` names "
-    "the setting), a later grid of this paper's where an earlier one decided, or a copy of a number onto one "
+    "the setting), another of the paper's grids where one decided the number, or a copy of a number onto one "
     "of gridlab's extra models (the paper printed it for another). Difference and tolerance as above; no "
     "within / outside is counted."
 )
