@@ -1,10 +1,10 @@
-"""`gridlab fidelity`: docs/fidelity.md from the runs of one or more grids: the settings table, each grid's
-published numbers beside ours with a verdict and an ablation, and each study's wall time."""
+"""`gridlab fidelity`: docs/fidelity/ from the runs of the grids gridlab/report/fidelity_grids.yaml lists
+(from the repository root), or from the numbers recorded beside the pages where this machine lacks the runs:
+the rule and the headline per paper and table, a page per paper, the ablations, verdicts.csv."""
 
 from __future__ import annotations
 
 import datetime
-import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -14,22 +14,32 @@ from gridlab.cli.grid_commands import load
 from gridlab.cli.output import echo, user_errors
 from gridlab.store.atomic import write_text
 
-GridsArg = Annotated[list[Path], typer.Argument(help="Grid files (YAML), in the order the document shows them.")]
-OutOption = Annotated[Path, typer.Option("--out", help="The Markdown file to write (replaced whole).")]
+OutOption = Annotated[Path, typer.Option("--out", help="The folder of pages to write (each page replaced whole).")]
+PlanOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--grids",
+        help="The YAML that lists the grids and which decide each paper's numbers "
+        "(default: gridlab/report/fidelity_grids.yaml); its grid paths are relative to the working directory.",
+    ),
+]
 
 
 @user_errors
-def fidelity(grids: GridsArg, out: OutOption = Path("docs/fidelity.md")) -> None:
-    """Write the fidelity document: for every grid, each published number, ours, its tolerance and verdict
-    (within / outside / not run), the ablation that tests an outside one, and the study's wall time."""
-    from gridlab.report.fidelity_doc import fidelity_document  # pandas and the sections load only here
+def fidelity(out: OutOption = Path("docs/fidelity"), grids: PlanOption = None) -> None:
+    """Write the fidelity pages: each published number once, ours beside it, its tolerance and verdict
+    (within / outside / not run / stale), the ablation that tests an outside one, and the trace of every
+    measured number (its cells, the grid file's hash, the gridlab commit)."""
+    # pandas and the sections load only here
+    from gridlab.report.fidelity_doc import fidelity_pages
     from gridlab.report.fidelity_record import NumberRecord, record_paths
+    from gridlab.report.provenance import gridlab_commit
+    from gridlab.report.verdicts import PLAN_FILE, load_plan
 
-    expanded = [load(grid, check_data=False) for grid in grids]  # rows suffice, as for `gridlab report`
-    command = shlex.join(["gridlab", "fidelity", *map(str, grids), "--out", str(out)])
-    document = fidelity_document(expanded, command, NumberRecord.read(out), datetime.date.today())
-    write_text(out, document.text)
-    document.record.write(out)
-    echo(f"fidelity: {out} (its record: {', '.join(map(str, record_paths(out)))})")
-    for grid in expanded:
-        echo(f"  {grid.spec.name}: {grid.file}")
+    plan = load_plan(grids or PLAN_FILE)
+    expanded = [load(Path(grid), check_data=False) for grid in plan.grids]  # rows suffice, as for `report`
+    pages = fidelity_pages(expanded, plan, NumberRecord.read(out), datetime.date.today(), gridlab_commit())
+    for name, text in pages.files.items():
+        write_text(out / name, text)
+    pages.record.write(out)
+    echo(f"fidelity: {out}/README.md and {len(pages.files) - 1} more (the record: {record_paths(out)[0]})")

@@ -1,9 +1,10 @@
-"""Which run tests why a fidelity row lies outside its tolerance: entries of `ablations.yaml`, each naming
-(paper, quantity, a selector on the other fidelity columns) -> the ablation grid, its --where conditions,
-and a one-line finding.
+"""Which run tests why a fidelity row lies outside its tolerance: entries of `ablations.yaml`, each with an
+id, naming (paper, quantity, a selector on the other fidelity columns) -> the ablation grid, its --where
+conditions, and a one-line finding.
 
     >>> entries = load_ablations()                       # gridlab/report/ablations.yaml
-    >>> ablation_text(row, entries, verdict="outside")   # 'τ falls 0.05 with GloVe (gridlab launch ... --where ...)'
+    >>> ablation_text(row, entries, verdict="outside")   # 'sst_embeddings_jw_training, agnews_titles'
+    >>> entries[0].finding, entries[0].command           # written once, on docs/fidelity/ablations.md
 
 An outside row that no entry selects reads "no ablation yet": the reproduction is visibly unfinished there,
 and nothing is filled in by guessing a cause.
@@ -28,6 +29,7 @@ Scalar = str | int | float | bool | None
 class Ablation(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     paper: str  # as the `paper` column prints it: "Jain & Wallace (2019)"
     quantity: tuple[str, ...]
     select: dict[str, Scalar | list[Scalar]] = Field(default_factory=dict)
@@ -79,17 +81,21 @@ def load_ablations(path: Path = ABLATIONS_FILE) -> list[Ablation]:
         raise GridlabError(f"{path}: expected a mapping with an `ablations:` list")
     entries = raw.get("ablations") or []
     try:
-        return [Ablation.model_validate(entry) for entry in entries]
+        loaded = [Ablation.model_validate(entry) for entry in entries]
     except ValidationError as error:
         raise GridlabError(f"{path}: {error}") from None
+    ids = [e.id for e in loaded]
+    if repeated := sorted({i for i in ids if ids.count(i) > 1}):
+        raise GridlabError(f"{path}: ids used twice: {', '.join(repeated)}")
+    return loaded
 
 
 def ablation_text(row: Mapping[str, Any], entries: list[Ablation], verdict: str) -> str:
-    """The `ablation` cell of a fidelity row: every entry that selects it, else 'no ablation yet' where the
-    row is outside its tolerance, else empty."""
-    found = [f"{e.finding} ({e.command})" for e in entries if e.selects(row)]
+    """The `ablation` cell of a fidelity row: the ids of every entry that selects it, else 'no ablation yet'
+    where the row is outside its tolerance, else empty."""
+    found = [e.id for e in entries if e.selects(row)]
     if found:
-        return "; ".join(found)
+        return ", ".join(found)
     return NO_ABLATION if verdict == "outside" else ""
 
 

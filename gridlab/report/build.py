@@ -14,6 +14,7 @@ nothing to show.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +23,10 @@ from gridlab.grid.expand import ExpandedGrid
 from gridlab.report import conclusions
 from gridlab.report.artifacts import Figure, Fragment, SectionOutput, Table
 from gridlab.report.fidelity import fidelity
-from gridlab.report.fidelity_text import fidelity_section, summary
+from gridlab.report.fidelity_record import NumberRecord, Trace
+from gridlab.report.fidelity_text import fidelity_section, fidelity_summary
 from gridlab.report.inputs import ReportInputs
+from gridlab.report.provenance import grid_hash, gridlab_commit
 from gridlab.report.render import SectionResult, render_report
 from gridlab.report.sections import Section
 from gridlab.report.sections.registry import load_sections
@@ -89,7 +92,9 @@ def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
 def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
     inputs = ReportInputs.load(grid)
     out = Path(out) if out is not None else grid.workspace.report
-    judged = fidelity(inputs)
+    # Traced as `gridlab fidelity` traces what it measures: the cells, the grid file's hash, the commit.
+    trace = Trace(grid_hash(Path(grid.file)), gridlab_commit(), datetime.date.today().isoformat())
+    judged = NumberRecord.empty().carry(fidelity(inputs), [], trace)  # an empty record: nothing carried
     sections = [run_section(section, inputs) for section in load_sections()]
     trained = len(inputs.cells)
     intro = (
@@ -114,6 +119,6 @@ def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
         fragments=sum(isinstance(a, Fragment) for a in artifacts),
         sections=[r.id for r in sections if r.rendered],
         missing=[f"{r.title}: {line}" for r in sections for line in r.missing],
-        fidelity=summary(judged),
+        fidelity=fidelity_summary(judged),
         conclusions=conclusions.summary(claims),
     )

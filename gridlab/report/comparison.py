@@ -15,7 +15,7 @@ whether or not its rows exist yet.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -28,8 +28,9 @@ from gridlab.report.published import published
 OURS = ("ours", "ours_std", "n_seeds", "n_instances")
 # Columns of a long "paper" frame besides the keys: `published_seed_std` where the paper prints a std over
 # runs, `rerun` where the original code's own rerun is committed (`reruns.py`), `table` where one comparison
-# spans several tables (default: the key's own), `note` for a caveat.
-PAPER = ("published", "published_seed_std", "rerun", "table", "note")
+# spans several tables (default: the key's own), `note` for a caveat, `corpus` where ours is measured on
+# another corpus than the paper's (a population the verdict must name: S&S's IMDB).
+PAPER = ("published", "published_seed_std", "rerun", "table", "note", "corpus")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,13 @@ class Comparison:
     # aim at them): dataset, model_paper, quantity, published, table. Listed as out of reach, not dropped.
     unmodelled: Callable[[], pd.DataFrame] | None = None
     replicated_over: tuple[str, ...] = ()  # columns `paper` copies each number over (one number, several rows)
+    # The model a number was printed for, where the paper's table names fewer model axes than gridlab's
+    # cells have (Meister's Table 5: no projection): axis -> the paper's value. A row of another value is a
+    # copy of that number onto one of gridlab's extra models: an extra measurement, never a verdict.
+    printed_for: Mapping[str, str] = field(default_factory=dict)
+    # Whether `ours` reads the trained models' test metrics (`inputs.cells`) rather than analysis rows: which
+    # cells a number was measured on is then the trained ones, else the ones with complete rows.
+    reads_models: bool = False
 
 
 def applicable_configs(inputs: ReportInputs, analyses: Sequence[str]) -> pd.DataFrame:
@@ -73,6 +81,7 @@ def expected(comparison: Comparison, inputs: ReportInputs) -> pd.DataFrame:
         "rerun": np.nan,
         "table": published(comparison.key)["table"].iloc[0],
         "note": "",
+        "corpus": "",
     }
     for column, default in defaults.items():
         if column not in paper:

@@ -23,13 +23,15 @@ import pandas as pd
 
 from gridlab.data.catalog import DATASETS
 from gridlab.report.ablations import Ablation, ablation_text, load_ablations
-from gridlab.report.comparison import Comparison, expected
+from gridlab.report.comparison import Comparison, applicable_configs, expected
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.published import published
 from gridlab.report.sections.registry import load_sections
 from gridlab.report.tolerances import TOLERANCES, Tolerance, rule_for, tolerance_for
 
 WITHIN, OUTSIDE, NOT_RUN, UNDEFINED = "within", "outside", "not run", "undefined"
+STALE = "stale"  # measured on cells that are no longer the grid's (or recorded without them): counted as not run
+MATCHES_RERUN, DIFFERS_FROM_RERUN = "matches the rerun", "differs from the rerun"
 COLUMNS = [
     "paper",
     "table",
@@ -44,10 +46,16 @@ COLUMNS = [
     "ours_std",
     "n_seeds",
     "n_instances",
+    "population",
+    "printed_model",
+    "cells",
+    "measured_cells",
     "difference",
     "rule",
     "tolerance",
+    "tolerance_source",
     "verdict",
+    "rerun_verdict",
     "ablation",
     "note",
 ]
@@ -72,7 +80,8 @@ class FidelityResult:
         return [rule for rule in TOLERANCES if rule.rule in used]
 
     def counts(self) -> dict[str, int]:
-        return {v: int((self.frame["verdict"] == v).sum()) for v in (WITHIN, OUTSIDE, NOT_RUN, UNDEFINED)}
+        verdicts = (WITHIN, OUTSIDE, NOT_RUN, UNDEFINED, STALE)
+        return {v: int((self.frame["verdict"] == v).sum()) for v in verdicts}
 
 
 def all_comparisons() -> list[Comparison]:
@@ -171,16 +180,71 @@ def compare(comparison: Comparison, inputs: ReportInputs, entries: list[Ablation
     ours = ours.rename(columns={"note": "ours_note"})
     merged = target.merge(ours, on=on, how="left", indicator=True)
     citation = published(comparison.key)
-    rows = [judge(row, comparison, citation["paper"].iloc[0], entries) for row in merged.to_dict(orient="records")]
+    configs = applicable_configs(inputs, comparison.analyses)
+    with_rows = measured_cells(inputs, comparison)
+    rows = []
+    for row in merged.to_dict(orient="records"):
+        cells = configs[_matching(configs, row, comparison.keys)]
+        judged = judge(row, comparison, citation["paper"].iloc[0], entries)
+        judged["cells"] = " ".join(sorted(cells["cell_id"]))
+        measured = sorted(set(cells["cell_id"]) & with_rows) if judged["verdict"] != NOT_RUN else []
+        judged["measured_cells"] = " ".join(measured)
+        judged["population"] = population(cells, inputs, row.get("corpus"))
+        rows.append(judged)
     return pd.DataFrame.from_records(rows)
+
+
+def measured_cells(inputs: ReportInputs, comparison: Comparison) -> set[str]:
+    """The cells a comparison's numbers are computed from: the trained ones where it reads test metrics (J&W's
+    and Meister's accuracy), else those with complete rows of its analyses (a partly written cell is not)."""
+    if comparison.reads_models:
+        return set(inputs.cells["cell_id"])
+    found: set[str] = set()
+    for analysis in comparison.analyses:
+        rows = inputs.rows(analysis) if inputs.requested(analysis) else None
+        if rows is not None:
+            found |= set(rows["cell_id"])
+    return found
+
+
+def _matching(configs: pd.DataFrame, row: dict[str, Any], keys: tuple[str, ...]) -> np.ndarray:
+    """The configs whose model axes are the row's (NaN matches NaN: a projection without a lambda)."""
+    keep = np.ones(len(configs), dtype=bool)
+    for key in keys:
+        value, column = row.get(key), configs[key]
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            keep &= column.isna().to_numpy()
+        else:
+            keep &= (column == value).to_numpy()
+    return keep
+
+
+FULL = "full data"
+
+
+def population(cells: pd.DataFrame, inputs: ReportInputs, corpus: Any = None) -> str:
+    """What the number's cells were trained and measured on, beside what the paper used: FULL, or each
+    reduction named ('training subset of 5000', 'sample of 500 test instances', 'different corpus: ...')."""
+    parts = []
+    subsets = sorted({c["train"]["max_train"] for c in cells["_config"] if c["train"]["max_train"]})
+    if subsets:
+        parts.append("training subset of " + " / ".join(str(n) for n in subsets))
+    sample = inputs.grid.spec.instances
+    datasets = set(cells["dataset"])
+    tests = [DATASETS[d].expected_rows.get("test") if d in DATASETS else None for d in datasets]
+    if sample is not None and any(size is None or size > sample for size in tests):
+        parts.append(f"sample of {sample} test instances")
+    if isinstance(corpus, str) and corpus:
+        parts.append(corpus)
+    return "; ".join(parts) or FULL
 
 
 def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list[Ablation]) -> dict[str, Any]:
     """One fidelity row: ours against the published value, the rule's width, the verdict, the ablation."""
     measured = row.pop("_merge") == "both"
-    rule, width = tolerance_for(row["quantity"], _number(row.get("published_seed_std")))
     ours, value, rerun = _number(row.get("ours")), float(row["published"]), _number(row.get("rerun"))
-    difference, verdict = verdict_for(ours, value, width, rerun) if measured else (math.nan, NOT_RUN)
+    width = tolerance_for(row["quantity"], _number(row.get("published_seed_std")), value)
+    difference, verdict = verdict_for(ours, value, width.width) if measured else (math.nan, NOT_RUN)
     out = {
         **{k: row.get(k) for k in (*comparison.keys, *comparison.extra)},
         "paper": paper,
@@ -196,25 +260,34 @@ def judge(row: dict[str, Any], comparison: Comparison, paper: str, entries: list
         "ours_std": _number(row.get("ours_std")),
         "n_seeds": _number(row.get("n_seeds")),
         "n_instances": _number(row.get("n_instances")),
+        "printed_model": all(row.get(axis) == value for axis, value in comparison.printed_for.items()),
         "difference": difference,
-        "rule": rule.rule,
-        "tolerance": width,
+        "rule": width.rule.rule,
+        "tolerance": width.width,
+        "tolerance_source": width.source,
         "verdict": verdict,
+        "rerun_verdict": rerun_verdict_for(ours, rerun, width.width) if measured else "",
         "note": "; ".join(n for n in (row.get("note"), row.get("ours_note")) if isinstance(n, str) and n),
     }
     out["ablation"] = ablation_text(out, entries, verdict)
     return out
 
 
-def verdict_for(ours: float | None, published: float, width: float, rerun: float | None = None) -> tuple[float, str]:
-    """The difference ours − published and the verdict of a measured number (undefined without a value):
-    within when ours lies within `width` of the published number or, where the original code's own rerun is
-    known, of the interval between the two (the authors' reproduction of themselves moved that far)."""
+def verdict_for(ours: float | None, published: float, tolerance: float) -> tuple[float, str]:
+    """The difference ours − published and the verdict of a measured number, the one rule of
+    docs/fidelity/README.md: within iff |ours − published| ≤ tolerance (undefined without a value)."""
     if ours is None:
         return math.nan, UNDEFINED
-    low, high = (published, published) if rerun is None else sorted((published, rerun))
-    distance = max(low - ours, ours - high, 0.0)
-    return ours - published, WITHIN if distance <= width + 1e-9 else OUTSIDE
+    difference = ours - published
+    return difference, WITHIN if abs(difference) <= tolerance + 1e-9 else OUTSIDE
+
+
+def rerun_verdict_for(ours: float | None, rerun: float | None, tolerance: float) -> str:
+    """Whether ours lies within the same tolerance of the authors' own rerun (`reruns.py`): its own column,
+    which never changes the verdict against the printed number. Empty without a rerun or a value."""
+    if ours is None or rerun is None:
+        return ""
+    return MATCHES_RERUN if abs(ours - rerun) <= tolerance + 1e-9 else DIFFERS_FROM_RERUN
 
 
 def model_label(row: dict[str, Any], keys: tuple[str, ...]) -> str:

@@ -1,17 +1,18 @@
-"""The measured numbers behind docs/fidelity.md, kept beside it (`fidelity.record.csv`, `fidelity.walltime.csv`)
-so that a regeneration on a machine that lacks some grids' runs carries their numbers, dated and marked,
-instead of turning them back into "not run".
+"""The measured numbers behind docs/fidelity/, kept beside them (`record.csv`, `walltime.csv`) so that a
+regeneration on a machine that lacks some grids' runs shows what was measured, traced to the run that made
+it, instead of turning it back into "not run".
 
-Paper-scale grids take longer than one sitting on 2 cores, and a results folder does not always outlive the
-machine it was written on. A number measured once stays evidence until a run here replaces it: a row that
-is "not run" in this results folder takes its recorded value, is judged again against today's tolerance
-and ablations, and says in its note when it was measured. A row measured here wins over the record, unless
-the record's measurement averaged more seeds: a few seeds rerun on a new machine say less than the whole
-set measured before, so the record's number stays and the note gives this folder's beside it.
+Each recorded number carries what it was measured on: the cells (ids from their resolved configs), the grid
+file's content hash and the gridlab commit (`provenance.py`), and the date. A recorded number is *current*
+when its cells are exactly the cells the grid names for that number today; it is then judged again against
+today's tolerance and ablations, and says in its note when it was measured. Otherwise it is *stale* (the
+grid changed since, or the row was recorded before cells were): shown with its value, verdict `stale`,
+counted as not run, and kept in the record unchanged until a run here replaces it. A row measured here wins
+over the record, unless the record's current measurement averaged more seeds.
 
-    >>> record = NumberRecord.read(Path("docs/fidelity.md"))      # empty where no record exists yet
-    >>> result = record.carry(fidelity(inputs), entries)           # "not run" rows filled from the record
-    >>> record.updated([result, ...], today).write(Path("docs/fidelity.md"))
+    >>> record = NumberRecord.read(Path("docs/fidelity"))            # empty where no record exists yet
+    >>> result = record.carry(fidelity(inputs), entries, trace)      # "not run" rows filled, current or stale
+    >>> record.updated([result, ...], walls, today).write(Path("docs/fidelity"))
 """
 
 from __future__ import annotations
@@ -25,20 +26,34 @@ import pandas as pd
 
 from gridlab.errors import GridlabError
 from gridlab.report.ablations import Ablation, ablation_text
-from gridlab.report.fidelity import IDENTITY, NOT_RUN, FidelityResult, verdict_for
+from gridlab.report.fidelity import IDENTITY, NOT_RUN, STALE, FidelityResult, rerun_verdict_for, verdict_for
 from gridlab.report.walltime import WallTime
 from gridlab.store.atomic import write_text
 
 TABLES = ("fidelity", "sensitivity")  # which of a grid's two frames a recorded number belongs to
 NUMBER_KEY = ["file", "frame", "axis", "value", *IDENTITY]
 MEASURED = ["ours", "ours_std", "n_seeds", "n_instances"]
-NUMBER_COLUMNS = [*NUMBER_KEY, *MEASURED, "note", "measured_on"]
+TRACE = ["cells", "grid_hash", "commit"]  # what the number was measured on (absent from rows before 2026-11-28)
+NUMBER_COLUMNS = [*NUMBER_KEY, *MEASURED, "note", "measured_on", *TRACE]
+RECORD_FILE, WALL_FILE = "record.csv", "walltime.csv"
+CURRENT = "current"
+
+
+@dataclass(frozen=True)
+class Trace:
+    """What a number measured now is traced to: the grid file's content hash, the gridlab commit, the day."""
+
+    grid_hash: str
+    commit: str
+    measured_on: str
+
+
 WALL_COLUMNS = ["file", "launches", "launch_seconds", "unfinished", "trials", "epochs", "train_seconds", "measured_on"]
 
 
-def record_paths(document: Path) -> tuple[Path, Path]:
-    """docs/fidelity.md → docs/fidelity.record.csv and docs/fidelity.walltime.csv."""
-    return document.with_suffix(".record.csv"), document.with_suffix(".walltime.csv")
+def record_paths(folder: Path) -> tuple[Path, Path]:
+    """docs/fidelity → docs/fidelity/record.csv and docs/fidelity/walltime.csv."""
+    return folder / RECORD_FILE, folder / WALL_FILE
 
 
 @dataclass(frozen=True)
@@ -54,7 +69,7 @@ class NumberRecord:
     def read(cls, document: Path) -> NumberRecord:
         """The record beside `document`; empty when there is none. A record without its columns is an error."""
         numbers_path, walls_path = record_paths(document)
-        numbers = _read(numbers_path, NUMBER_COLUMNS) if numbers_path.is_file() else cls.empty().numbers
+        numbers = _read(numbers_path, NUMBER_COLUMNS, TRACE) if numbers_path.is_file() else cls.empty().numbers
         walls = _read(walls_path, WALL_COLUMNS) if walls_path.is_file() else cls.empty().walls
         return cls(numbers, walls)
 
@@ -63,17 +78,17 @@ class NumberRecord:
         write_text(numbers_path, self.numbers[NUMBER_COLUMNS].to_csv(index=False))
         write_text(walls_path, self.walls[WALL_COLUMNS].to_csv(index=False))
 
-    def carry(self, result: FidelityResult, entries: list[Ablation]) -> FidelityResult:
-        """`result` with each number that the record holds and this folder lacks, or measured on fewer seeds,
-        filled from it and judged again."""
+    def carry(self, result: FidelityResult, entries: list[Ablation], trace: Trace) -> FidelityResult:
+        """`result` with each measured row traced (`trace`, its cells), and each number that the record holds
+        and this folder lacks, or measured on fewer seeds, filled from it: judged again where current, marked
+        stale where not."""
         recorded = self.numbers[self.numbers["file"] == result.file]
-        if recorded.empty:
-            return result
-        frame = _carry_frame(result.frame, recorded[recorded["frame"] == "fidelity"], entries, [])
-        sensitivity = _carry_frame(
-            result.sensitivity, recorded[recorded["frame"] == "sensitivity"], entries, ["axis", "value"]
-        )
-        return replace(result, frame=frame, sensitivity=sensitivity)
+        carried = []
+        for name, frame in zip(TABLES, (result.frame, result.sensitivity)):
+            axes = ["axis", "value"] if name == "sensitivity" else []
+            traced = _traced(frame, trace)
+            carried.append(_carry_frame(traced, recorded[recorded["frame"] == name], entries, axes))
+        return replace(result, frame=carried[0], sensitivity=carried[1])
 
     def wall_time(self, file: str, measured: WallTime) -> tuple[WallTime, str | None]:
         """The wall time measured here, or the record's with its date where this folder recorded none or ran
@@ -115,7 +130,21 @@ class NumberRecord:
 
 CARRIED_NOTE = "carried: measured {on} in runs not in this results folder"
 FEWER_SEEDS_NOTE = "carried: measured {on} over {seeds} seeds; this results folder has {here_seeds}: {ours:.3f}"
-CARRIED_PREFIX = CARRIED_NOTE.split("{on}")[0]
+STALE_NOTE = "stale: measured {on} on cells that are not the grid's cells for this number today"
+UNTRACED_NOTE = "stale: measured {on}, recorded without its cells, grid hash or commit"
+OLD_MARKS = ("carried: measured ", "stale: measured ")
+
+
+def _traced(frame: pd.DataFrame, trace: Trace) -> pd.DataFrame:
+    """`frame` with the trace columns: a row measured here is current, traced to this grid file and commit
+    (its `measured_cells` say which cells)."""
+    frame = frame.copy()
+    measured = frame["verdict"] != NOT_RUN if len(frame) else pd.Series(dtype=bool)
+    frame["status"] = [CURRENT if m else "" for m in measured]
+    frame["grid_hash"] = [trace.grid_hash if m else "" for m in measured]
+    frame["commit"] = [trace.commit if m else "" for m in measured]
+    frame["measured_on"] = [trace.measured_on if m else None for m in measured]
+    return frame
 
 
 def _carry_frame(frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Ablation], axes: list[str]) -> pd.DataFrame:
@@ -129,38 +158,54 @@ def _carry_frame(frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Abla
     for row in frame.to_dict(orient="records"):
         # One number may have had several measured rows (cells that differ in a second setting axis).
         matches = by_key.get(tuple(_key_text(row[k]) for k in key), [])
+        current = [found for found in matches if _current(found, row)]
         if row["verdict"] == NOT_RUN:
             rows += [_carried(row, found, entries) for found in matches] or [row]
-        elif matches and all(_more_seeds(found, row) for found in matches):
-            rows += [_carried(row, found, entries, here=row) for found in matches]
+        elif current and all(_more_seeds(found, row) for found in current):
+            rows += [_carried(row, found, entries, here=row) for found in current]
         else:
             rows.append(row)
-    return pd.DataFrame.from_records(rows, columns=[*frame.columns, "measured_on"])
+    return pd.DataFrame.from_records(rows, columns=list(frame.columns))
+
+
+def _current(found: dict[str, Any], row: dict[str, Any]) -> bool:
+    """A recorded number is the grid's own today when it was measured on exactly the cells the grid names
+    for it now (an untraced row, recorded without cells, never is)."""
+    recorded = str(found["cells"]).split()
+    return bool(recorded) and sorted(recorded) == sorted(str(row.get("cells") or "").split())
 
 
 def _carried(
     row: dict[str, Any], found: dict[str, Any], entries: list[Ablation], here: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """`row` with the record's measurement `found`; `here`: this folder's own, on fewer seeds, named in the note."""
+    """`row` with the record's measurement `found`, judged again where current, else stale; `here`: this
+    folder's own, on fewer seeds, named in the note."""
     out = {**row, **{k: _float(found[k]) for k in MEASURED}}
-    out["difference"], out["verdict"] = verdict_for(
-        out["ours"], float(row["published"]), float(row["tolerance"]), _float(row.get("rerun"))
-    )
+    published, tolerance = float(row["published"]), float(row["tolerance"])
+    out["difference"], out["verdict"] = verdict_for(out["ours"], published, tolerance)
+    out["rerun_verdict"] = rerun_verdict_for(out["ours"], _float(row.get("rerun")), tolerance)
+    current = _current(found, row)
+    if not current:
+        out["verdict"], out["rerun_verdict"] = STALE, ""
     out["ablation"] = ablation_text(out, entries, out["verdict"])
-    # The note as measured (it may hold the section's own remark on the value), without an older carry mark.
-    measured_note = "; ".join(p for p in str(found["note"]).split("; ") if p and not p.startswith(CARRIED_PREFIX))
-    note = CARRIED_NOTE.format(on=found["measured_on"])
+    measured_note = _as_measured(found["note"])
+    on = found["measured_on"]
     if here is not None:
         note = FEWER_SEEDS_NOTE.format(
-            on=found["measured_on"], seeds=int(out["n_seeds"]), here_seeds=int(here["n_seeds"]), ours=here["ours"]
+            on=on, seeds=int(out["n_seeds"]), here_seeds=int(here["n_seeds"]), ours=here["ours"]
         )
+    else:
+        note = (CARRIED_NOTE if current else STALE_NOTE if found["cells"] else UNTRACED_NOTE).format(on=on)
     out["note"] = f"{measured_note}; {note}" if measured_note else note
-    out["measured_on"] = found["measured_on"]
+    out["status"] = CURRENT if current else STALE
+    out["measured_cells"], out["grid_hash"], out["commit"] = found["cells"], found["grid_hash"], found["commit"]
+    out["measured_on"] = on
     return out
 
 
 def _measured_numbers(result: FidelityResult, today: datetime.date) -> pd.DataFrame:
-    """The numbers of `result` that have a value, as record rows; a carried one keeps its measured date."""
+    """The numbers of `result` that have a value, as record rows with their trace; a carried or stale one
+    keeps its measured date, cells, grid hash and commit."""
     parts = []
     for name, frame in zip(TABLES, (result.frame, result.sensitivity)):
         if frame.empty:
@@ -171,6 +216,10 @@ def _measured_numbers(result: FidelityResult, today: datetime.date) -> pd.DataFr
         kept["file"], kept["frame"] = result.file, name
         carried = kept["measured_on"] if "measured_on" in kept else pd.Series(None, index=kept.index)
         kept["measured_on"] = carried.astype(object).fillna(today.isoformat())
+        kept["cells"] = kept["measured_cells"] if "measured_cells" in kept else ""
+        kept["note"] = kept["note"].map(_as_measured)
+        for column in ("grid_hash", "commit"):
+            kept[column] = kept[column] if column in kept else ""
         parts.append(kept)
     if not parts:
         return pd.DataFrame(columns=NUMBER_COLUMNS)
@@ -178,6 +227,13 @@ def _measured_numbers(result: FidelityResult, today: datetime.date) -> pd.DataFr
     for column in NUMBER_KEY:
         numbers[column] = numbers[column].map(_key_text)
     return numbers[NUMBER_COLUMNS]
+
+
+def _as_measured(note: object) -> str:
+    """A note as measured (it may hold the section's own remark on the value), without a carry or stale mark:
+    the record keeps what was measured, the pages say how it stands today."""
+    parts = str(note or "").split("; ")
+    return "; ".join(p for p in parts if p and not p.startswith(OLD_MARKS))
 
 
 def _wall_fields(wall: WallTime) -> dict[str, Any]:
@@ -208,8 +264,12 @@ def _float(value: Any) -> float | None:
     return None if pd.isna(number) else float(number)
 
 
-def _read(path: Path, columns: list[str]) -> pd.DataFrame:
+def _read(path: Path, columns: list[str], optional: list[str] | None = None) -> pd.DataFrame:
+    """The file's columns as text; `optional` ones absent from an older file read as empty."""
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for column in optional or []:
+        if column not in frame.columns:
+            frame[column] = ""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise GridlabError(f"{path}: missing columns {', '.join(missing)} (expected the header {','.join(columns)})")

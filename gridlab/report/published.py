@@ -4,7 +4,7 @@
     >>> paper = published("jw_table2")            # a fresh DataFrame each call
     >>> paper.query("dataset == 'sst' and encoder == 'lstm' and measure == 'tau_g'")[["pred", "mean", "std"]]
 
-Only numbers printed in the papers (text extractions in /work/shared/papers, listed in its INDEX.md), or in
+Only numbers printed in the papers (their text extractions, listed in the shared papers folder's INDEX.md), or in
 slides that reproduce a table the extraction lacks, are here (the headline ones are listed in
 docs/analyses.md#published-headline-numbers), typed as printed (a figure's number only where the text states
 it, with a `note`). Where the extracted text is garbled an entry is left out, never guessed (noted per table

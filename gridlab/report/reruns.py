@@ -11,8 +11,9 @@ is committed for all classes together only, so it has no rerun here. bAbI's file
 (pred "all"); SNLI's classes are J&W's answer indices, their label names sorted (preprocess_data_QA.py:
 0 contradiction, 1 entailment, 2 neutral), put in gridlab's order. On the 28 tau_g numbers of gridlab's
 datasets the rerun lies 0.005-0.19 from the printed value (0.06 at the median; SST's BiLSTM 0.343 against
-0.40): the authors did not reproduce their own table closer than that. The fidelity table therefore judges
-ours against the interval between the printed number and the rerun (`fidelity.verdict_for`).
+0.40): the authors did not reproduce their own table closer than that. The fidelity table shows the rerun
+in a column of its own with its own verdict ("matches the rerun", `fidelity.rerun_verdict_for`); it never
+widens the verdict against the printed number.
 
 The numbers are in `reruns.csv` beside this module, one row per number with the published table it
 belongs to and the repository, commit and file it was read from (full precision, as committed).

@@ -18,6 +18,7 @@ ROW = {"paper": "Meister et al. (2021)", "quantity": "entropy_gh_x", "dataset": 
 
 def entry(**select) -> Ablation:
     return Ablation(
+        id="meister_sst",
         paper="Meister et al. (2021)",
         quantity=["entropy_gh_x", "tau_gy_x"],
         select=select,
@@ -37,10 +38,11 @@ def test_an_entry_selects_by_paper_quantity_and_columns():
 
 
 def test_the_ablation_cell():
-    command = "gridlab launch grids/ablations/meister_sst.yaml --where dataset=sst --where seed=0,1"
-    text = f"entropy rises 0.04 with spaCy tokens ({command})"
-    assert ablation_text(ROW, [entry()], "outside") == text
-    assert ablation_text(ROW, [entry()], "within") == text  # a measured cause is shown wherever it applies
+    assert entry().command == "gridlab launch grids/ablations/meister_sst.yaml --where dataset=sst --where seed=0,1"
+    assert ablation_text(ROW, [entry()], "outside") == "meister_sst"  # by id: the finding is written once
+    assert ablation_text(ROW, [entry()], "within") == "meister_sst"  # a measured cause is shown wherever it applies
+    other = Ablation.model_validate({**entry().model_dump(), "id": "meister_sst-2"})
+    assert ablation_text(ROW, [entry(), other], "outside") == "meister_sst, meister_sst-2"
     assert ablation_text(ROW, [], "outside") == NO_ABLATION
     assert ablation_text(ROW, [], "within") == "" and ablation_text(ROW, [], "not run") == ""
 
@@ -50,14 +52,21 @@ def test_loading_a_file(tmp_path: Path):
     assert load_ablations(path) == []  # absent: no entries
     path.write_text(
         "ablations:\n"
-        "  - {paper: Jain & Wallace (2019), quantity: tau_g, grid: grids/a.yaml, where: dataset=sst, finding: x}\n"
+        "  - {id: a, paper: Jain & Wallace (2019), quantity: tau_g, grid: grids/a.yaml, where: dataset=sst, "
+        "finding: x}\n"
     )
     (loaded,) = load_ablations(path)
     assert loaded.quantity == ("tau_g",) and loaded.where == ("dataset=sst",) and loaded.select == {}
-    path.write_text("ablations:\n  - {paper: x, quantity: tau_g, grid: g.yaml, finding: x, cause: typo}\n")
+    path.write_text("ablations:\n  - {id: a, paper: x, quantity: tau_g, grid: g.yaml, finding: x, cause: typo}\n")
     with pytest.raises(GridlabError, match="cause"):
         load_ablations(path)
-    path.write_text("ablations:\n  - {paper: x, quantity: tau_g, grid: g.yaml, finding: ''}\n")
+    path.write_text("ablations:\n  - {paper: x, quantity: tau_g, grid: g.yaml, finding: x}\n")
+    with pytest.raises(GridlabError, match="id"):
+        load_ablations(path)
+    path.write_text("ablations:\n" + "  - {id: a, paper: x, quantity: tau_g, grid: g.yaml, finding: x}\n" * 2)
+    with pytest.raises(GridlabError, match="ids used twice: a"):
+        load_ablations(path)
+    path.write_text("ablations:\n  - {id: a, paper: x, quantity: tau_g, grid: g.yaml, finding: ''}\n")
     with pytest.raises(GridlabError, match="finding"):
         load_ablations(path)
     path.write_text("- just a list\n")

@@ -10,13 +10,26 @@ import pandas as pd
 import pytest
 
 from gridlab.report.ablations import NO_ABLATION, Ablation
-from gridlab.report.fidelity import NOT_RUN, OUTSIDE, UNDEFINED, WITHIN, fidelity, out_of_reach, verdict_for
-from gridlab.report.fidelity_text import summary
+from gridlab.report.fidelity import (
+    DIFFERS_FROM_RERUN,
+    FULL,
+    MATCHES_RERUN,
+    NOT_RUN,
+    OUTSIDE,
+    STALE,
+    UNDEFINED,
+    WITHIN,
+    fidelity,
+    out_of_reach,
+    rerun_verdict_for,
+    verdict_for,
+)
+from gridlab.report.fidelity_text import fidelity_summary
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.reruns import KEYS as RERUN_KEYS
 from gridlab.report.reruns import reruns
 from gridlab.report.sections.jain_wallace import figure4_frame, table2_frame, table2_published
-from gridlab.report.tolerances import TOLERANCES, rule_for, tolerance_for
+from gridlab.report.tolerances import CAPPED, DEFAULT, PAPER_SPREAD, TOLERANCES, Width, rule_for, tolerance_for
 
 JW_GRID = {
     "name": "fidelity-jw",
@@ -136,18 +149,20 @@ def test_a_cell_with_some_of_its_shards_written_is_left_out_until_complete(synth
     result = fidelity(inputs, entries=[])
     tau = row(result.frame, "sst", "tau_g", "class 0")
     assert tau["n_seeds"] == 1 and tau["ours"] == pytest.approx(0.40)  # seed 0's alone, not seed 1's first half
-    assert f"importance_correlation of 1 cell ({partial.id})" in summary(result)
+    assert f"importance_correlation of 1 cell ({partial.id})" in fidelity_summary(result)
+    assert tau["measured_cells"] == complete.id and tau["cells"] == " ".join(sorted([complete.id, partial.id]))
     assert inputs.restrict([complete.id]).partial("importance_correlation") == []
 
 
-def test_the_original_codes_rerun_widens_what_counts_as_within():
+def test_the_verdict_is_one_rule_and_the_rerun_widens_nothing():
     # J&W SST BiLSTM class 0: printed 0.40, the authors' rerun 0.343; tolerance 0.07
     assert verdict_for(0.30, 0.40, 0.07) == (pytest.approx(-0.10), OUTSIDE)
-    assert verdict_for(0.30, 0.40, 0.07, rerun=0.343) == (pytest.approx(-0.10), WITHIN)  # 0.043 below the rerun
-    assert verdict_for(0.37, 0.40, 0.07, rerun=0.343)[1] == WITHIN  # between the two
-    assert verdict_for(0.26, 0.40, 0.07, rerun=0.343)[1] == OUTSIDE  # 0.083 below the rerun
-    assert verdict_for(0.48, 0.40, 0.07, rerun=0.343)[1] == OUTSIDE  # the interval widens on the rerun's side only
-    assert verdict_for(None, 0.40, 0.07, rerun=0.343) == (pytest.approx(math.nan, nan_ok=True), UNDEFINED)
+    assert verdict_for(0.314, 0.40, 0.07)[1] == OUTSIDE  # -0.086: near the rerun, still outside
+    assert verdict_for(0.33, 0.40, 0.07)[1] == WITHIN and verdict_for(0.47, 0.40, 0.07)[1] == WITHIN
+    assert verdict_for(None, 0.40, 0.07) == (pytest.approx(math.nan, nan_ok=True), UNDEFINED)
+    assert rerun_verdict_for(0.314, 0.343, 0.07) == MATCHES_RERUN  # the rerun has its own verdict
+    assert rerun_verdict_for(0.45, 0.343, 0.07) == DIFFERS_FROM_RERUN
+    assert rerun_verdict_for(0.45, None, 0.07) == "" and rerun_verdict_for(None, 0.343, 0.07) == ""
 
 
 def test_every_rerun_joins_a_published_number(jw):
@@ -176,6 +191,7 @@ def test_ours_is_the_sections_own_number(jw):
 
 def test_the_ablation_column(jw):
     entry = Ablation(
+        id="jw_tau",
         paper="Jain & Wallace (2019)",
         quantity="tau_g",
         select={"dataset": "sst", "detail": "class 1"},
@@ -184,10 +200,7 @@ def test_the_ablation_column(jw):
         finding="tau_g falls to 0.41 once the vocabulary keeps SST's rare words",
     )
     frame = fidelity(ReportInputs.load(jw.expanded), entries=[entry]).frame
-    assert row(frame, "sst", "tau_g", "class 1")["ablation"] == (
-        "tau_g falls to 0.41 once the vocabulary keeps SST's rare words "
-        "(gridlab launch grids/ablations/jw_tau.yaml --where dataset=sst)"
-    )
+    assert row(frame, "sst", "tau_g", "class 1")["ablation"] == "jw_tau"  # by id; its finding is written once
     assert row(frame, "sst", "sig_frac_g", "class 1")["ablation"] == NO_ABLATION  # outside, nothing tests it
     assert row(frame, "sst", "tau_g", "class 0")["ablation"] == ""  # within
     assert row(frame, "imdb", "tau_g", "class 1")["ablation"] == ""  # not run
@@ -200,7 +213,7 @@ def test_a_grid_with_no_results_is_all_not_run(synthetic_grid):
     result = fidelity(ReportInputs.load(grid.expanded), entries=[])
     assert len(result.frame) == 18 and (result.frame["verdict"] == NOT_RUN).all()
     assert result.sensitivity.empty and result.axes == []
-    assert result.counts() == {WITHIN: 0, OUTSIDE: 0, NOT_RUN: 18, UNDEFINED: 0}
+    assert result.counts() == {WITHIN: 0, OUTSIDE: 0, NOT_RUN: 18, UNDEFINED: 0, STALE: 0}
 
 
 def test_jw_tables_aim_at_their_own_models_only(synthetic_grid):
@@ -280,10 +293,24 @@ def test_every_quantity_has_a_rule_with_a_reason(jw):
 
 
 def test_the_papers_spread_over_runs_sets_an_accuracy_tolerance():
-    assert tolerance_for("accuracy", 0.5)[1] == pytest.approx(1.0)  # Vashishth SST base 83.4 ± 0.5
-    assert tolerance_for("accuracy", None)[1] == 2.0
-    assert tolerance_for("accuracy", math.nan)[1] == 2.0
-    assert tolerance_for("tau_g", 0.5)[1] == 0.07  # J&W's ± is over instances: never used
+    assert tolerance_for("accuracy", 0.5, 83.4) == Width(rule_for("accuracy"), pytest.approx(1.0), PAPER_SPREAD)
+    assert tolerance_for("accuracy", None, 83.4) == Width(rule_for("accuracy"), 2.0, DEFAULT)
+    assert tolerance_for("accuracy", math.nan, 83.4).width == 2.0
+    assert tolerance_for("tau_g", 0.5, 0.40).width == 0.07  # J&W's ± is over instances: never used
+
+
+def test_a_stated_default_is_never_wider_than_the_printed_effect():
+    # Vashishth AG News permute -0.9 points: the old 2-point default let +0.44 count as within
+    capped = tolerance_for("accuracy_change", None, -0.9)
+    assert capped.width == pytest.approx(0.9) and capped.source == CAPPED
+    assert verdict_for(0.44, -0.9, capped.width)[1] == OUTSIDE
+    assert tolerance_for("accuracy_change", None, -0.0).width == pytest.approx(0.05)  # half the printed 0.1
+    assert tolerance_for("tau_dy_x", None, 0.05).width == pytest.approx(0.05)  # Meister's 20News Transformer
+    assert tolerance_for("accuracy_change", None, -3.5) == Width(rule_for("accuracy_change"), 2.0, DEFAULT)
+    for rule in TOLERANCES:
+        for published in (0.0, 0.01, 0.3, 1.0, 5.0, 80.0):
+            width = tolerance_for(rule.quantities[0], None, published)
+            assert width.width <= max(abs(published), rule.printed_step / 2) + 1e-12
 
 
 ADVERSARIAL_GRID = {
@@ -384,7 +411,8 @@ def test_serrano_smith_table2_against_the_closest_corpus(synthetic_grid):
     assert frame["note"].str.contains("different corpus").all()
     got = frame.set_index("quantity")
     assert got.loc["pct_top_only", "ours"] == pytest.approx(20.0) and got.loc["pct_top_only", "published"] == 12.2
-    assert got.loc["pct_rand_only", "ours"] == pytest.approx(10.0) and got.loc["pct_rand_only", "tolerance"] == 3.0
+    assert got.loc["pct_rand_only", "ours"] == pytest.approx(10.0)
+    assert got.loc["pct_rand_only", "tolerance"] == 1.4  # the default, 3 points, capped at the printed 1.4
     assert got.loc["pct_rand_only", "verdict"] == OUTSIDE  # 10.0 vs 1.4
     assert got.loc["pct_both", "verdict"] == OUTSIDE and got.loc["pct_neither", "verdict"] == OUTSIDE
 
@@ -428,3 +456,28 @@ def test_a_number_copied_over_encoders_is_counted_once():
     news = frame[frame["dataset"] == "news_commentary"]
     assert len(news[news["published"] == -8.8]) == 2
     assert len(news) == 12 and set(news["reason"]) == {"no data"}  # Bahdanau's 6 and Luong's 6
+
+
+def test_a_number_printed_for_one_model_is_a_copy_on_the_others(synthetic_grid):
+    """J&W print Table 1 once per dataset for the BiLSTM; their experiments use additive attention, so the
+    dot-attention twin's row is a copy (printed_model False): an extra measurement, never a verdict."""
+    spec = {**JW_GRID, "name": "jw-twins", "grid": {**JW_GRID["grid"], "attention": ["additive", "dot"]}}
+    frame = fidelity(ReportInputs.load(synthetic_grid(spec).expanded), entries=[]).frame
+    table1 = frame[frame["quantity"] == "test_performance"].set_index(["dataset", "model"])["printed_model"]
+    assert table1.to_dict() == {
+        ("sst", "lstm + additive"): True,
+        ("sst", "lstm + dot"): False,
+        ("imdb", "lstm + additive"): True,
+        ("imdb", "lstm + dot"): False,
+    }
+    assert frame.loc[frame["table"] == "Table 2", "printed_model"].all()  # printed per model: no copies
+
+
+def test_each_row_names_its_cells_and_population(synthetic_grid):
+    grid = synthetic_grid({**JW_GRID, "instances": 500, "train": {"max_train": 200}})
+    frame = fidelity(ReportInputs.load(grid.expanded), entries=[]).frame
+    sst = row(frame, "sst", "tau_g", "class 0")
+    assert sst["cells"].split() == sorted(c.id for c in grid.cells(dataset="sst"))  # both seeds' cells
+    assert sst["population"] == "training subset of 200; sample of 500 test instances"
+    full = synthetic_grid({**JW_GRID, "name": "every-instance", "instances": None})
+    assert set(fidelity(ReportInputs.load(full.expanded), entries=[]).frame["population"]) == {FULL}

@@ -1,7 +1,8 @@
-"""The record kept beside docs/fidelity.md: a regeneration on a machine without a grid's runs carries the
-numbers measured before (judged again, dated in their note) instead of turning them back into "not run";
-a number measured here replaces the record's unless the record's averaged more seeds; the wall time is carried
-the same way."""
+"""The record kept beside docs/fidelity/: a regeneration on a machine without a grid's runs carries the
+numbers measured before where they are still the grid's (the same cells), and marks them stale where not
+(the grid changed, or the row predates cell ids); a number measured here replaces the record's unless the
+record's averaged more seeds; every measured number is traced to its cells, grid hash and commit; the wall
+time is carried the same way."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
-from gridlab.cli import app
 from gridlab.errors import GridlabError
+from gridlab.report.fidelity import NOT_RUN, STALE, WITHIN
 from gridlab.report.fidelity_record import NUMBER_COLUMNS, NumberRecord, record_paths
+from gridlab.report.provenance import grid_hash, gridlab_commit
 from gridlab.report.walltime import WallTime
 
-from .test_fidelity_doc import jw_with_rows  # noqa: F401  (the J&W grid with rows for its SST cells)
+from .test_fidelity_doc import jw_with_rows, plan_file, regenerate  # noqa: F401  (the J&W grid, SST rows)
+
+TAU0 = ("sst", "class 0", "tau_g")
 
 
 @pytest.fixture
@@ -25,86 +28,109 @@ def jw(jw_with_rows):  # noqa: F811
     return jw_with_rows
 
 
-def regenerate(grid, out: Path) -> str:
-    result = CliRunner().invoke(app, ["fidelity", str(grid.path), "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    return out.read_text()
+def pages(grid, out: Path) -> pd.DataFrame:
+    """Regenerate out/ from `grid` alone (it decides J&W's numbers); verdicts.csv indexed by number."""
+    frame = regenerate(plan_file(out.parent, [grid.path]), out)
+    for column in ("ours", "seeds", "difference"):
+        frame[column] = pd.to_numeric(frame[column])
+    return frame.set_index(["dataset", "detail", "quantity"])
 
 
-def table_rows(text: str) -> list[str]:
-    """The fidelity table's rows, without the note column (where the carry mark goes)."""
-    return [line.rsplit(" | ", 1)[0] for line in text.splitlines() if line.startswith("| Jain & Wallace")]
+def read_record(out: Path) -> pd.DataFrame:
+    return pd.read_csv(record_paths(out)[0], dtype=str, keep_default_na=False)
 
 
-def test_numbers_without_runs_here_are_carried_from_the_record(jw, tmp_path: Path):
-    out = tmp_path / "docs" / "fidelity.md"
-    measured = regenerate(jw, out)
-    numbers, walls = record_paths(out)
-    record = pd.read_csv(numbers)
-    judged = [row for row in table_rows(measured) if any(f"| {v} |" in row for v in ("within", "outside", "undefined"))]
-    assert len(record) == len(judged) > 0
+def test_every_measured_number_is_recorded_with_its_trace(jw, tmp_path: Path):
+    out = tmp_path / "fidelity"
+    measured = pages(jw, out)
+    record = read_record(out)
     assert list(record.columns) == NUMBER_COLUMNS
+    assert len(record) == int((measured["verdict"] != NOT_RUN).sum()) > 0
+    sst = sorted(c.id for c in jw.cells(dataset="sst"))
+    assert set(record["cells"]) == {" ".join(sst)}  # both seeds' cells, the ones with rows
+    assert set(record["grid_hash"]) == {grid_hash(jw.path)} and set(record["commit"]) == {gridlab_commit()}
+    assert measured.loc[TAU0, "cells"] == " ".join(sst) and measured.loc[TAU0, "commit"] == gridlab_commit()
 
+
+def test_numbers_without_runs_here_are_carried_while_their_cells_are_the_grids(jw, tmp_path: Path):
+    out = tmp_path / "fidelity"
+    measured = pages(jw, out)
+    record = read_record(out)
     shutil.rmtree(jw.expanded.results_dir)  # the machine that ran the grid is gone
-    carried = regenerate(jw, out)
-    assert table_rows(carried) == table_rows(measured)
-    assert carried.count("carried: measured ") == len(record)
-    assert len(pd.read_csv(numbers)) == len(record)  # carried numbers stay in the record, with their date
-    assert set(pd.read_csv(numbers)["measured_on"]) == set(record["measured_on"])
+    carried = pages(jw, out)
+    columns = ["ours", "verdict", "cells", "grid_hash", "commit", "measured_on"]
+    pd.testing.assert_frame_equal(carried[columns], measured[columns])
+    assert carried.loc[TAU0, "note"].startswith("carried: measured ")
+    pd.testing.assert_frame_equal(read_record(out), record)  # carried numbers stay in the record as they were
+
+
+def test_a_number_measured_on_other_cells_is_stale_and_counted_as_not_run(jw, tmp_path: Path):
+    out = tmp_path / "fidelity"
+    pages(jw, out)
+    record = read_record(out)
+    record["cells"] = "0123456789ab"  # the grid's config changed since: its cells have other ids
+    record.loc[record["quantity"] == "tau_loo", "cells"] = ""  # recorded before the record kept cells
+    record.to_csv(record_paths(out)[0], index=False)
+    shutil.rmtree(jw.expanded.results_dir)
+    stale = pages(jw, out)
+    assert (stale.loc[stale["verdict"] != NOT_RUN, "verdict"] == STALE).all()
+    assert stale.loc[TAU0, "ours"] == pytest.approx(0.42)  # shown with its value
+    assert "on cells that are not the grid's cells" in stale.loc[TAU0, "note"]
+    assert "recorded without its cells" in stale.loc[("sst", "class 0", "tau_loo"), "note"]
+    readme = (out / "README.md").read_text()
+    assert "are stale" in readme and f"`gridlab launch {jw.path}`" in readme
+    assert len(read_record(out)) == len(record)  # kept until a run here replaces them
 
 
 def test_a_number_measured_here_replaces_the_record(jw, tmp_path: Path):
-    out = tmp_path / "fidelity.md"
-    regenerate(jw, out)
-    numbers, _ = record_paths(out)
-    record = pd.read_csv(numbers, dtype=str, keep_default_na=False)
+    out = tmp_path / "fidelity"
+    pages(jw, out)
+    record = read_record(out)
     record["ours"] = "0.999"
     record["measured_on"] = "2001-01-01"
-    record.to_csv(numbers, index=False)
-    text = regenerate(jw, out)  # the runs are still here
-    assert "carried: measured" not in text and "0.999" not in text
-    assert set(pd.read_csv(numbers)["measured_on"]) != {"2001-01-01"}
+    record.to_csv(record_paths(out)[0], index=False)
+    again = pages(jw, out)  # the runs are still here
+    assert "0.999" not in set(again["ours"].astype(str)) and "2001-01-01" not in set(again["measured_on"])
+    assert "2001-01-01" not in set(read_record(out)["measured_on"])
 
 
 def test_a_number_measured_here_on_fewer_seeds_keeps_the_records(jw, tmp_path: Path):
-    out = tmp_path / "fidelity.md"
-    measured = regenerate(jw, out)
-    numbers, _ = record_paths(out)
-    record = pd.read_csv(numbers, dtype=str, keep_default_na=False)
+    out = tmp_path / "fidelity"
+    measured = pages(jw, out)
+    record = read_record(out)
     tau = (record["quantity"] == "tau_g") & (record["detail"] == "class 0")
-    here_seeds = int(float(record.loc[tau, "n_seeds"].iloc[0]))
-    here = next(line for line in measured.splitlines() if "| sst | lstm + additive | class 0 | tau_g |" in line)
+    here_seeds = int(measured.loc[TAU0, "seeds"])
     record.loc[tau, ["ours", "n_seeds", "measured_on"]] = ["0.412", str(here_seeds + 2), "2001-01-01"]
-    record.to_csv(numbers, index=False)
-    text = regenerate(jw, out)  # the runs are still here, on fewer seeds than the record's
-    row = next(line for line in text.splitlines() if "| sst | lstm + additive | class 0 | tau_g |" in line)
-    ours = here.split(" | ")[8].split(" ± ")[0]
-    assert "| 0.412 ± " in row and f"| {here_seeds + 2} |" in row
-    assert f"measured 2001-01-01 over {here_seeds + 2} seeds; this results folder has {here_seeds}: {ours} |" in row
-    kept = pd.read_csv(numbers, dtype=str, keep_default_na=False)
+    record.to_csv(record_paths(out)[0], index=False)
+    again = pages(jw, out)  # the runs are still here, on fewer seeds than the record's (its cells are the same)
+    assert again.loc[TAU0, "ours"] == pytest.approx(0.412) and again.loc[TAU0, "seeds"] == here_seeds + 2
+    ours = measured.loc[TAU0, "ours"]
+    assert (
+        f"measured 2001-01-01 over {here_seeds + 2} seeds; this results folder has {here_seeds}: {ours:.3f}"
+        in (again.loc[TAU0, "note"])
+    )
+    kept = read_record(out)
     assert kept.loc[tau.values, "measured_on"].tolist() == ["2001-01-01"]  # the fuller number stays recorded
-    others = [line for line in text.splitlines() if line.startswith("| Jain & Wallace") and line != row]
-    assert not any("carried: measured" in line for line in others)  # equal seeds: this folder's numbers win
+    others = again.drop(index=TAU0)
+    assert not others["note"].str.contains("carried: measured").any()  # equal seeds: this folder's numbers win
 
 
 def test_a_carried_number_is_judged_against_todays_tolerance(jw, tmp_path: Path):
-    out = tmp_path / "fidelity.md"
-    regenerate(jw, out)
-    numbers, _ = record_paths(out)
-    record = pd.read_csv(numbers, dtype=str, keep_default_na=False)
+    out = tmp_path / "fidelity"
+    pages(jw, out)
+    record = read_record(out)
     tau = (record["quantity"] == "tau_g") & (record["detail"] == "class 0")
     published = 0.40  # J&W's SST BiLSTM class 0 (gridlab/report/published.py)
     record.loc[tau, "ours"] = str(published + 0.01)
-    record.to_csv(numbers, index=False)
+    record.to_csv(record_paths(out)[0], index=False)
     shutil.rmtree(jw.expanded.results_dir)
-    text = regenerate(jw, out)
-    row = next(line for line in text.splitlines() if "| sst | lstm + additive | class 0 | tau_g |" in line)
-    assert "| 0.410 ± " in row and "| +0.010 |" in row and "| within |" in row
+    again = pages(jw, out)
+    assert again.loc[TAU0, "difference"] == pytest.approx(0.01) and again.loc[TAU0, "verdict"] == WITHIN
 
 
 def test_the_wall_time_is_carried_with_its_date(jw, tmp_path: Path):
-    out = tmp_path / "fidelity.md"
-    regenerate(jw, out)
+    out = tmp_path / "fidelity"
+    pages(jw, out)
     _, walls = record_paths(out)
     frame = pd.DataFrame(
         [
@@ -121,9 +147,9 @@ def test_the_wall_time_is_carried_with_its_date(jw, tmp_path: Path):
         ]
     )
     frame.to_csv(walls, index=False)
-    text = regenerate(jw, out)
-    assert "Wall time: 2 launches, 2m05s wall; 3 trials, 24 epochs, 3m20s of trial time (measured 2026-01-02" in text
-    assert f"| fidelity-jw | {jw.path} | 2026-01-02 |" in text
+    pages(jw, out)
+    text = (out / "walltime.md").read_text()
+    assert f"| fidelity-jw | {jw.path} | 2026-01-02 | 4 | 2 | 0 | 2m05s | 3 | 24 | 3m20s |" in text  # 4 cells
 
 
 def test_a_partial_rerun_keeps_the_fuller_wall_time_of_the_record():
@@ -151,8 +177,7 @@ def test_a_partial_rerun_keeps_the_fuller_wall_time_of_the_record():
 
 
 def test_a_record_without_its_columns_is_one_clear_error(tmp_path: Path):
-    out = tmp_path / "fidelity.md"
-    numbers, _ = record_paths(out)
+    numbers, _ = record_paths(tmp_path)
     numbers.write_text("file,ours\nx,1\n")
-    with pytest.raises(GridlabError, match=r"fidelity.record.csv: missing columns frame, axis"):
-        NumberRecord.read(out)
+    with pytest.raises(GridlabError, match=r"record.csv: missing columns frame, axis"):
+        NumberRecord.read(tmp_path)

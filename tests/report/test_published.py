@@ -117,7 +117,7 @@ def test_vashishth_pages_from_the_extractions_page_numbers():
 
 
 def test_hand_picked_numbers_as_printed():
-    """Numbers read by hand off the papers' text (/work/shared/papers), across the four papers."""
+    """Numbers read by hand off the papers' text (the shared papers folder), across the four papers."""
     # J&W Table 1, "AG News ... Test performance (LSTM)": 0.96
     jw1 = published("jw_table1").set_index("dataset")
     assert jw1.loc["agnews", ["metric", "value"]].tolist() == ["f1", 0.96]

@@ -141,14 +141,17 @@ def test_rationale_precision_equals_the_rows(quick_report):
 
 def test_fidelity_rows_are_the_sections_numbers(quick_report):
     """fidelity.csv's ours for J&W Table 2 is jw_table2.csv's number; the launch recorded its wall time."""
-    fidelity = pd.read_csv(quick_report.report / "fidelity.csv", dtype={"pred": str})
+    fidelity = pd.read_csv(quick_report.report / "fidelity.csv", keep_default_na=False)
     assert set(fidelity["verdict"]) <= {"within", "outside", "not run", "undefined"}
     jw = table(quick_report, "jw_table2").set_index([*MODEL, "pred"])
     taus = fidelity[fidelity["quantity"] == "tau_g"]
     assert len(taus) == 2 * 2  # SST, lstm and average encoders, classes 0 and 1 (synthetic is not published)
     for number in taus.itertuples():
-        assert number.ours == jw.loc[(number.dataset, number.encoder, number.attention, number.pred), "tau_g"]
-        assert number.verdict in ("within", "outside") and number.n_seeds == 1
+        encoder, attention = number.model.split(" + ")  # 'lstm + additive'
+        pred = number.detail.removeprefix("class ")
+        assert float(number.ours) == jw.loc[(number.dataset, encoder, attention, pred), "tau_g"]
+        assert number.verdict in ("within", "outside") and number.seeds == 1 and number.reduced  # one seed
+        assert set(number.cells.split()) and number.commit and number.grid_hash.startswith("sha256:")
     page = (quick_report.report / "index.html").read_text()
     tables = page.split("<table id=")[1:3]  # the claims table first, then the fidelity table
     assert tables[0].startswith('"conclusions"') and tables[1].startswith('"fidelity"')

@@ -416,9 +416,10 @@ def build(inputs: ReportInputs) -> SectionOutput:
 
 # S&S's IMDB is Diao et al.'s 10-class review set, which gridlab lacks; Maas et al.'s star ratings (imdb10) are
 # the closest corpus here, so its rows are set against that number, with a note. Yahoo, Amazon and Yelp have
-# no counterpart and join nothing (fidelity.md lists them as out of reach).
+# no counterpart and join nothing (docs/fidelity/out_of_reach.md lists them).
 CLOSEST_DATASET = {"imdb_diao": "imdb10"}
 CLOSEST_NOTE = "S&S: IMDB of Diao et al. (10 classes); ours: Maas et al.'s ratings (imdb10), a different corpus"
+CLOSEST_CORPUS = "different corpus (Maas et al.'s imdb10 for Diao et al.'s IMDB)"
 CONTINGENCY_JOIN = ("dataset", "encoder", "attention", "architecture")
 
 
@@ -433,9 +434,13 @@ def contingency_ours(inputs: ReportInputs) -> pd.DataFrame | None:
 def contingency_published() -> pd.DataFrame:
     paper = published("ss_table2")
     closest = paper["dataset"].map(CLOSEST_DATASET)
-    paper = paper.assign(dataset=closest.fillna(paper["dataset"]), note=np.where(closest.notna(), CLOSEST_NOTE, ""))
+    paper = paper.assign(
+        dataset=closest.fillna(paper["dataset"]),
+        note=np.where(closest.notna(), CLOSEST_NOTE, ""),
+        corpus=np.where(closest.notna(), CLOSEST_CORPUS, ""),
+    )
     long = paper.melt(
-        id_vars=[*CONTINGENCY_JOIN, "note"],
+        id_vars=[*CONTINGENCY_JOIN, "note", "corpus"],
         value_vars=[name for name, _ in CELLS],
         var_name="quantity",
         value_name="published",
