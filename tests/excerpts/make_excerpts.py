@@ -165,19 +165,20 @@ def babi(release: Path, out: Path) -> list[str]:
     members = []
     for info, data in tar_members(release / name):
         if data is not None and re.search(r"/qa\d+_[^/]*\.txt$", info.name):
-            data = first_stories(data, 30)
+            data = first_questions(data, 30)
         members.append((info, data))
     write_tar_gz(out / name, members)
     return [
-        f"`{name}`: every member of the release, README and LICENSE whole; each task file cut after the story "
-        "that holds its 30th question (whole stories only)"
+        f"`{name}`: every member of the release, README and LICENSE whole; each task file cut after its 30th "
+        "question line (a question's story is the lines before it, so every kept question reads as in the release)"
     ]
 
 
-def first_stories(data: bytes, questions: int) -> bytes:
+def first_questions(data: bytes, questions: int) -> bytes:
+    """A bAbI file up to its `questions`-th question line: each question's story is the lines before it."""
     kept, count = [], 0
     for line in lines_of(data):
-        if line.startswith(b"1 ") and count >= questions:
+        if count == questions:
             break
         kept.append(line)
         count += b"\t" in line
@@ -269,7 +270,7 @@ def provenance(source_md: str) -> list[str]:
     keep = False
     for line in lines[1:]:
         if line.startswith("- "):
-            keep = line[2:].split(":", 1)[0] in KEPT_BULLETS or line.startswith("- Commit:")
+            keep = line[2:].startswith(KEPT_BULLETS) or line.startswith("- Commit:")
         elif not line.startswith("  "):
             keep = False
         if keep:
