@@ -18,6 +18,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 EXCERPTS = REPO / "tests" / "excerpts"
 REQUIRE_DATA = "GRIDLAB_REQUIRE_DATA"
+# Read once, before any test sets GRIDLAB_DATA for the commands it runs.
+RELEASES = os.environ.get("GRIDLAB_DATA")
 
 
 def _excerpt_checksums() -> dict[str, str]:
@@ -66,11 +68,11 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def release_dir() -> Path:
     """The folder of whole releases, $GRIDLAB_DATA (CI: ../shared/data), for tests marked `release`."""
-    configured = os.environ.get("GRIDLAB_DATA")
+    configured = RELEASES
     path = Path(configured) if configured else None
-    if path is None or not (path / "sst").is_dir():
+    if path is None or not (path / "sst").is_dir() or path.resolve() == EXCERPTS:
         reason = (
-            f"needs the whole dataset releases: GRIDLAB_DATA={configured} has no sst/"
+            f"needs the whole dataset releases: GRIDLAB_DATA={configured} is not a folder of them (no sst/)"
             if configured
             else "needs the whole dataset releases: set GRIDLAB_DATA to the data folder"
         )
