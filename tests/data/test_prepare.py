@@ -1,5 +1,8 @@
-"""Preprocessing on the real files: J&W tokenisation, vocabulary from train, the Parquet cache, derived
-splits, rationale masks, and the synthetic task whose planted tokens decide its labels."""
+"""Preprocessing on real files: J&W tokenisation, vocabulary from train, the Parquet cache, derived
+splits, rationale masks, and the synthetic task whose planted tokens decide its labels.
+
+SST is the copy shipped in the package (the whole release); the other datasets are the excerpts
+(tests/excerpts), and the tests marked `release` read the whole releases from $GRIDLAB_DATA."""
 
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def sst(data_dir: Path, cache: Path):
-    return load_dataset("sst", data_dir, cache, DataConfig())
+def sst(shipped_sst: Path, cache: Path):
+    return load_dataset("sst", shipped_sst, cache, DataConfig())
 
 
 def row(table, source_id: str) -> dict:
@@ -61,7 +64,7 @@ def test_sst_first_train_row_and_length_filter(sst):
     assert sst.splits["train"].num_rows < 6920
 
 
-def test_vocabulary_is_built_from_train_only(sst, data_dir: Path, cache: Path):
+def test_vocabulary_is_built_from_train_only(sst, shipped_sst: Path, cache: Path):
     assert sst.vocab.itos[:4] == ("<pad>", "<unk>", "<sos>", "<eos>")
     assert (PAD_ID, UNK_ID, SOS_ID, EOS_ID) == (0, 1, 2, 3)
     train_tokens = {t for seq in sst.splits["train"].column("tokens").to_pylist() for t in seq}
@@ -71,7 +74,7 @@ def test_vocabulary_is_built_from_train_only(sst, data_dir: Path, cache: Path):
     assert unseen, "SST test has words that train lacks"
     assert all(r["ids"][i] == UNK_ID for r, i in unseen)
 
-    counted = load_dataset("sst", data_dir, cache, DataConfig(min_count=3))
+    counted = load_dataset("sst", shipped_sst, cache, DataConfig(min_count=3))
     counts: dict[str, int] = {}
     for seq in counted.splits["train"].column("tokens").to_pylist():
         for t in seq:
@@ -86,7 +89,8 @@ def test_vocab_order_is_count_then_alphabetical():
     assert vocab.encode(["d", "zzz"]).tolist() == [7, UNK_ID]
 
 
-def test_cache_hit_reads_nothing_and_changed_parameter_rebuilds(data_dir: Path, tmp_path: Path, monkeypatch):
+def test_cache_hit_reads_nothing_and_changed_parameter_rebuilds(shipped_sst: Path, tmp_path: Path, monkeypatch):
+    data_dir = shipped_sst
     first = load_dataset("sst", data_dir, tmp_path, DataConfig())
     reader = type(DATASETS["sst"].reader)
 
@@ -108,6 +112,7 @@ def test_cache_hit_reads_nothing_and_changed_parameter_rebuilds(data_dir: Path, 
 
 
 def test_a_changed_source_file_is_verified_again_not_served_from_the_cache(data_dir: Path, tmp_path: Path):
+    """On the excerpt: the copy is accepted as the excerpt it is, then refused once a line is added."""
     copy = tmp_path / "data"
     shutil.copytree(data_dir / "sst", copy / "sst")
     load_dataset("sst", copy, tmp_path / "cache", DataConfig())
@@ -143,13 +148,20 @@ def test_babi_classes_are_the_answers_or_every_word_read_in_train(data_dir: Path
         assert named == [words.label_names[i] for i in words.splits[split].column("label").to_pylist()]
 
 
-def test_partial_dataset_needs_derive_splits(data_dir: Path, cache: Path):
+@pytest.mark.parametrize(
+    ("where", "sizes"),
+    [
+        ("excerpts", {"train": 16, "dev": 2, "test": 2}),
+        pytest.param("release", {"train": 3040, "dev": 380, "test": 380}, marks=pytest.mark.release),
+    ],
+)
+def test_partial_dataset_needs_derive_splits(where: str, sizes: dict[str, int], request, cache: Path):
+    data_dir = request.getfixturevalue("data_dir" if where == "excerpts" else "release_dir")
     with pytest.raises(DataError, match=r"partial: no train split.*derive_splits"):
         load_dataset("agnews", data_dir, cache, DataConfig())
-    derived = load_dataset("agnews", data_dir, cache, DataConfig(derive_splits=True))
+    derived = load_dataset("agnews", data_dir, cache / where, DataConfig(derive_splits=True))
     assert derived.derived_splits
-    sizes = {s: t.num_rows for s, t in derived.splits.items()}
-    assert sum(sizes.values()) == 3800 and sizes == {"train": 3040, "dev": 380, "test": 380}
+    assert {s: t.num_rows for s, t in derived.splits.items()} == sizes
     ids = [set(t.column("source_id").to_pylist()) for t in derived.splits.values()]
     assert not (ids[0] & ids[1]) and not (ids[0] & ids[2]) and not (ids[1] & ids[2])
     assert derived.label_names == ("World", "Business")
@@ -239,10 +251,10 @@ def test_synthetic_is_deterministic_by_its_seed(tmp_path: Path):
     assert not a.splits["train"].column("tokens").equals(c.splits["train"].column("tokens"))
 
 
-def test_a_file_that_is_not_the_release_is_refused_before_anything_is_built(data_dir: Path, tmp_path: Path):
+def test_a_file_that_is_not_the_release_is_refused_before_anything_is_built(shipped_sst: Path, tmp_path: Path):
     """A truncated training file would otherwise be prepared, cached and trained on under the same cell id."""
     copy = tmp_path / "data"
-    train = truncated_sst_copy(data_dir, copy)
+    train = truncated_sst_copy(shipped_sst, copy)
     with pytest.raises(DataError) as refused:
         load_dataset("sst", copy, tmp_path / "cache", DataConfig())
     (line,) = refused.value.lines()
@@ -251,6 +263,7 @@ def test_a_file_that_is_not_the_release_is_refused_before_anything_is_built(data
 
 
 def test_the_shipped_sst_is_read_when_no_data_folder_is_given(tmp_path: Path, monkeypatch, data_dir: Path):
+    """Where the tests find their data is no concern of the product's: GRIDLAB_DATA, ./data, else the package."""
     from gridlab.data.embedded import EMBEDDED_DATA
     from gridlab.data.files import verify_files
     from gridlab.grid.expand import resolve_data_dir
@@ -260,12 +273,16 @@ def test_the_shipped_sst_is_read_when_no_data_folder_is_given(tmp_path: Path, mo
     assert resolve_data_dir(None) == EMBEDDED_DATA
     assert resolve_data_dir(None, shipped=False) == Path("data")  # `data fetch` never writes into the package
     assert [c.verdict for c in verify_files(DATASETS["sst"], EMBEDDED_DATA)] == ["ok", "ok", "ok"]
-    shipped = load_dataset("sst", EMBEDDED_DATA, tmp_path / "cache", DataConfig())
-    shared = load_dataset("sst", data_dir, tmp_path / "cache", DataConfig())
-    assert shipped.vocab.digest() == shared.vocab.digest()  # the same files: a model trained on one reads the other
-    for split in ("train", "dev", "test"):
-        assert shipped.splits[split].equals(shared.splits[split])
     (tmp_path / "data").mkdir()
     assert resolve_data_dir(None) == Path("data")  # a local data folder wins
     monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
     assert resolve_data_dir(None) == data_dir
+
+
+@pytest.mark.release
+def test_the_shipped_sst_prepares_as_the_release_does(shipped_sst: Path, release_dir: Path, tmp_path: Path):
+    shipped = load_dataset("sst", shipped_sst, tmp_path / "cache", DataConfig())
+    shared = load_dataset("sst", release_dir, tmp_path / "cache", DataConfig())
+    assert shipped.vocab.digest() == shared.vocab.digest()  # the same files: a model trained on one reads the other
+    for split in ("train", "dev", "test"):
+        assert shipped.splits[split].equals(shared.splits[split])

@@ -84,9 +84,9 @@ def test_separate_with_strip_is_jw_20news_cleaning():
 
 
 @pytest.mark.slow
-def test_prepared_sst_without_punctuation(data_dir: Path, tmp_path: Path):
-    default = load_dataset("sst", data_dir, tmp_path, DataConfig())
-    stripped = load_dataset("sst", data_dir, tmp_path, DataConfig(strip_punctuation=True))
+def test_prepared_sst_without_punctuation(shipped_sst: Path, tmp_path: Path):
+    default = load_dataset("sst", shipped_sst, tmp_path, DataConfig())
+    stripped = load_dataset("sst", shipped_sst, tmp_path, DataConfig(strip_punctuation=True))
     assert stripped.cache_key != default.cache_key
     tokens = {t for split in stripped.splits.values() for row in split.column("tokens").to_pylist() for t in row}
     assert not any(is_punctuation(t) for t in tokens) and not any(is_punctuation(t) for t in stripped.vocab.itos[4:])

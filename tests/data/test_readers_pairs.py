@@ -1,6 +1,8 @@
-"""The readers of bAbI, SICK, SNLI, the Zaidan movie rationales and Multi30k, checked on the real release files.
+"""The readers of bAbI, SICK, SNLI, the Zaidan movie rationales and Multi30k, checked on real data.
 
-Counts come from each folder's SOURCE.md; the hand-checked rows were read off the files with `zcat` / `tar -xzOf`.
+`data_dir` is the excerpts (tests/excerpts: the first records of each class or the first lines, in the release's
+own formats); the tests marked `release` read the whole releases from $GRIDLAB_DATA. Counts come from each
+folder's SOURCE.md; the hand-checked rows were read off the files with `zcat` / `tar -xzOf`.
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ def labels(examples: list[RawExample]) -> Counter[str]:
         ("multi30k", MULTI30K_FILES, 10),
     ],
 )
+@pytest.mark.release
 def test_source_files_match_the_stored_files(
-    data_dir: Path, folder: str, files: tuple[SourceFile, ...], count: int
+    release_dir: Path, folder: str, files: tuple[SourceFile, ...], count: int
 ) -> None:
+    data_dir = release_dir
     stored = {path.name for path in (data_dir / folder).iterdir() if path.name != "SOURCE.md"}
     assert len(files) == count
     assert {file.path for file in files} == stored
@@ -74,19 +78,32 @@ def babi_qa1(data_dir: Path) -> dict[str, list[RawExample]]:
     return read_all(BabiReader(1, "10k"), data_dir / "babi")
 
 
+@pytest.fixture(scope="module")
+def babi_qa1_release(release_dir: Path) -> dict[str, list[RawExample]]:
+    return read_all(BabiReader(1, "10k"), release_dir / "babi")
+
+
+@pytest.mark.release
 @pytest.mark.parametrize("task", [1, 2])
-def test_babi_10k_counts(data_dir: Path, babi_qa1: dict[str, list[RawExample]], task: int) -> None:
+def test_babi_10k_counts(release_dir: Path, babi_qa1_release: dict[str, list[RawExample]], task: int) -> None:
     reader = BabiReader(task, "10k")
-    assert reader.splits_present(data_dir / "babi") == ALL_PRESENT
-    read = babi_qa1 if task == 1 else read_all(reader, data_dir / "babi")
+    assert reader.splits_present(release_dir / "babi") == ALL_PRESENT
+    read = babi_qa1_release if task == 1 else read_all(reader, release_dir / "babi")
     assert {split: len(rows) for split, rows in read.items()} == {"train": 9000, "dev": 1000, "test": 1000}
+
+
+@pytest.mark.parametrize(("task", "size"), [(1, "10k"), (2, "10k"), (17, "1k"), (20, "1k")])
+def test_babi_excerpt_counts(data_dir: Path, task: int, size: str) -> None:
+    read = read_all(BabiReader(task, size), data_dir / "babi")  # type: ignore[arg-type]
+    assert {split: len(rows) for split, rows in read.items()} == {"train": 30, "dev": 30, "test": 30}
+    assert all(len(labels(rows)) > 1 for rows in read.values())
 
 
 def test_babi_qa3_10k_has_no_train(data_dir: Path) -> None:
     reader = BabiReader(3, "10k")
     folder = data_dir / "babi"
     assert reader.splits_present(folder) == {"train": False, "dev": True, "test": True}
-    assert len(reader.read(folder, "dev")) == 1000
+    assert len(reader.read(folder, "dev")) == 30
     with pytest.raises(DataError, match=re.escape(BABI_MEMBER.format(task=3, part="train"))):
         reader.read(folder, "train")
 
@@ -103,8 +120,9 @@ def test_babi_qa3_10k_first_dev_question(data_dir: Path) -> None:
     ("task", "counts"),
     [(1, (900, 100, 1000)), (17, (904, 96, 1000)), (18, (905, 95, 1000)), (20, (904, 96, 1000))],
 )
-def test_babi_1k_counts(data_dir: Path, task: int, counts: tuple[int, int, int]) -> None:
-    read = read_all(BabiReader(task, "1k"), data_dir / "babi")
+@pytest.mark.release
+def test_babi_1k_counts(release_dir: Path, task: int, counts: tuple[int, int, int]) -> None:
+    read = read_all(BabiReader(task, "1k"), release_dir / "babi")
     assert tuple(len(read[split]) for split in SPLITS) == counts
 
 
@@ -127,8 +145,9 @@ def test_babi_story_grows_across_its_questions(babi_qa1: dict[str, list[RawExamp
     assert (sixth.query, sixth.label, sixth.source_id[-3:]) == ("Where is John?", "bathroom", ":18")
 
 
-def test_babi_last_train_question(babi_qa1: dict[str, list[RawExample]]) -> None:
-    last = babi_qa1["train"][-1]
+@pytest.mark.release
+def test_babi_last_train_question(babi_qa1_release: dict[str, list[RawExample]]) -> None:
+    last = babi_qa1_release["train"][-1]
     assert last.source_id == BABI_MEMBER.format(task=1, part="train") + ":27000"
     assert (last.query, last.label) == ("Where is John?", "office")
     assert last.text.startswith("John moved to the bathroom. Daniel went to the kitchen.")
@@ -146,7 +165,9 @@ def test_babi_qa2_test_second_question_sees_new_sentences(data_dir: Path) -> Non
     assert (second.query, second.label) == ("Where is the football?", "hallway")
 
 
-def test_babi_list_answers_are_kept_as_written(data_dir: Path) -> None:
+@pytest.mark.release
+def test_babi_list_answers_are_kept_as_written(release_dir: Path) -> None:
+    data_dir = release_dir
     lists = by_id(BabiReader(8, "1k").read(data_dir / "babi", "train"))
     row = lists["tasks_1-20_v1-2/en-valid/qa8_train.txt:198"]
     assert (row.query, row.label) == ("What is Mary carrying?", "apple,football")
@@ -201,13 +222,25 @@ def sick(data_dir: Path) -> dict[str, list[RawExample]]:
     return read_all(SickReader(), data_dir / "sick")
 
 
+@pytest.fixture(scope="module")
+def sick_release(release_dir: Path) -> dict[str, list[RawExample]]:
+    return read_all(SickReader(), release_dir / "sick")
+
+
+def test_sick_excerpt_counts(sick: dict[str, list[RawExample]]) -> None:
+    for split in SPLITS:
+        assert labels(sick[split]) == {"ENTAILMENT": 12, "NEUTRAL": 12, "CONTRADICTION": 12}
+
+
+@pytest.mark.release
 @pytest.mark.parametrize(
     ("split", "entailment", "neutral", "contradiction"),
     [("train", 1274, 2524, 641), ("dev", 143, 281, 71), ("test", 1404, 2790, 712)],
 )
 def test_sick_counts(
-    sick: dict[str, list[RawExample]], split: str, entailment: int, neutral: int, contradiction: int
+    sick_release: dict[str, list[RawExample]], split: str, entailment: int, neutral: int, contradiction: int
 ) -> None:
+    sick = sick_release
     assert labels(sick[split]) == {"ENTAILMENT": entailment, "NEUTRAL": neutral, "CONTRADICTION": contradiction}
     assert len(sick[split]) == {"train": 4439, "dev": 495, "test": 4906}[split]
 
@@ -219,6 +252,21 @@ def test_sick_rows(sick: dict[str, list[RawExample]]) -> None:
         query="A group of boys in a yard is playing and a man is standing in the background",
         source_id="1",
     )
+    dev = sick["dev"][0]
+    assert (dev.source_id, dev.label, dev.query) == (
+        "4",
+        "CONTRADICTION",
+        "There is no boy playing outdoors and there is no man smiling",
+    )
+    assert dev.text == "The young boys are playing outdoors and the man is smiling nearby"
+    assert (sick["test"][0].source_id, sick["test"][0].label) == ("6", "NEUTRAL")
+    every = [example for rows in sick.values() for example in rows]
+    assert all(example.text == example.text.strip() and example.query == example.query.strip() for example in every)
+
+
+@pytest.mark.release
+def test_sick_release_rows(sick_release: dict[str, list[RawExample]]) -> None:
+    sick = sick_release
     last = sick["train"][-1]
     assert (last.source_id, last.text, last.query, last.label) == (
         "10000",
@@ -238,7 +286,9 @@ def test_sick_rows(sick: dict[str, list[RawExample]]) -> None:
     assert (test[-1].source_id, test[-1].query) == ("9996", "The snowboarder is leaping fearlessly over white snow")
 
 
-def test_sick_strips_stray_spaces(sick: dict[str, list[RawExample]]) -> None:
+@pytest.mark.release
+def test_sick_strips_stray_spaces(sick_release: dict[str, list[RawExample]]) -> None:
+    sick = sick_release
     # Pair 308 has a trailing space on sentence_A, pair 301 a leading space on sentence_A.
     stray = by_id(sick["test"])["308"]
     assert stray.text == "There is no lady walking in body paint in front of a crowd"
@@ -278,7 +328,24 @@ def snli(data_dir: Path) -> dict[str, list[RawExample]]:
     return read_all(SnliReader(), data_dir / "snli")
 
 
-def test_snli_splits_and_counts(data_dir: Path, snli: dict[str, list[RawExample]]) -> None:
+@pytest.fixture(scope="module")
+def snli_release(release_dir: Path) -> dict[str, list[RawExample]]:
+    return read_all(SnliReader(), release_dir / "snli")
+
+
+def test_snli_excerpt_splits_and_counts(data_dir: Path, snli: dict[str, list[RawExample]]) -> None:
+    assert SnliReader().splits_present(data_dir / "snli") == {"train": False, "dev": True, "test": True}
+    for split in ("dev", "test"):
+        assert labels(snli[split]) == {"entailment": 12, "neutral": 12, "contradiction": 12}
+        with gzip.open(data_dir / "snli" / f"snli_1.0_{split}.jsonl.gz", "rt", encoding="utf-8") as lines:
+            assert sum(1 for _ in lines) == 48  # and 12 with gold label "-", dropped
+    with pytest.raises(DataError, match=r"snli_1\.0_train\.jsonl\.gz: not found"):
+        SnliReader().read(data_dir / "snli", "train")
+
+
+@pytest.mark.release
+def test_snli_splits_and_counts(release_dir: Path, snli_release: dict[str, list[RawExample]]) -> None:
+    data_dir, snli = release_dir, snli_release
     assert SnliReader().splits_present(data_dir / "snli") == {"train": False, "dev": True, "test": True}
     assert labels(snli["dev"]) == {"entailment": 3329, "neutral": 3235, "contradiction": 3278}
     assert labels(snli["test"]) == {"entailment": 3368, "neutral": 3219, "contradiction": 3237}
@@ -294,6 +361,14 @@ def test_snli_rows(snli: dict[str, list[RawExample]]) -> None:
         query="The sisters are hugging goodbye while holding to go packages after just eating lunch.",
         source_id="4705552913.jpg#2r1n",
     )
+    assert snli["test"][0].text == (
+        "This church choir sings to the masses as they sing joyous songs from the book at a church."
+    )
+
+
+@pytest.mark.release
+def test_snli_release_rows(snli_release: dict[str, list[RawExample]]) -> None:
+    snli = snli_release
     last = snli["dev"][-1]
     assert (last.source_id, last.label) == ("4805835848.jpg#0r1n", "neutral")
     assert last.query == (
@@ -314,8 +389,9 @@ def test_snli_rows(snli: dict[str, list[RawExample]]) -> None:
     )
 
 
-def test_snli_drops_no_gold_label_and_strips(snli: dict[str, list[RawExample]]) -> None:
-    dev = by_id(snli["dev"])
+@pytest.mark.release
+def test_snli_drops_no_gold_label_and_strips(snli_release: dict[str, list[RawExample]]) -> None:
+    dev = by_id(snli_release["dev"])
     assert "3184031654.jpg#0r1e" not in dev  # gold label "-"
     assert dev["3184031654.jpg#0r1c"].label == "contradiction"
     # The release writes this hypothesis with a leading space.
@@ -324,11 +400,12 @@ def test_snli_drops_no_gold_label_and_strips(snli: dict[str, list[RawExample]]) 
 
 def test_snli_reads_an_uncompressed_train_file(data_dir: Path, tmp_path: Path) -> None:
     with gzip.open(data_dir / "snli" / "snli_1.0_dev.jsonl.gz", "rt", encoding="utf-8") as dev:
-        head = [next(dev) for _ in range(70)]  # line 67 has gold label "-"
+        head = [next(dev) for _ in range(40)]  # line 37 has gold label "-"
+    assert '"gold_label": "-"' in head[36]
     (tmp_path / "snli_1.0_train.jsonl").write_text("".join(head), encoding="utf-8")
     reader = SnliReader()
     assert reader.splits_present(tmp_path) == {"train": True, "dev": False, "test": False}
-    assert reader.read(tmp_path, "train") == reader.read(data_dir / "snli", "dev")[:69]
+    assert reader.read(tmp_path, "train") == reader.read(data_dir / "snli", "dev")[:39]
 
 
 def test_snli_malformed_line(tmp_path: Path) -> None:
@@ -349,6 +426,11 @@ def movies(data_dir: Path) -> dict[str, list[RawExample]]:
     return read_all(MovieRationalesReader(), data_dir / "movie_rationales")
 
 
+@pytest.fixture(scope="module")
+def movies_release(release_dir: Path) -> dict[str, list[RawExample]]:
+    return read_all(MovieRationalesReader(), release_dir / "movie_rationales")
+
+
 def fold9_tags(archive: Path) -> Counter[str]:
     """Opening tags in the fold-9 files of withRats_*, counted straight from the archive."""
     counts: Counter[str] = Counter()
@@ -361,7 +443,25 @@ def fold9_tags(archive: Path) -> Counter[str]:
     return counts
 
 
-def test_movies_counts(data_dir: Path, movies: dict[str, list[RawExample]]) -> None:
+def test_movies_excerpt_counts_and_folds(data_dir: Path, movies: dict[str, list[RawExample]]) -> None:
+    assert MovieRationalesReader().splits_present(data_dir / "movie_rationales") == ALL_PRESENT
+    assert {split: labels(rows) for split, rows in movies.items()} == {
+        "train": {"pos": 24, "neg": 24},
+        "dev": {"pos": 12, "neg": 12},
+        "test": {"pos": 12, "neg": 12},
+    }
+    folds = {
+        split: Counter(re.search(r"_(\d)\d\d\.txt$", e.source_id)[1] for e in rows) for split, rows in movies.items()
+    }
+    assert folds == {"train": {str(fold): 6 for fold in range(8)}, "dev": {"9": 24}, "test": {"8": 24}}
+    assert all(example.rationale for example in movies["test"] + movies["train"])
+    assert not any(example.rationale for example in movies["dev"])  # fold 9 is untagged in the release
+    assert not any(fold9_tags(data_dir / "movie_rationales" / MOVIES_FILES[0].path).values())
+
+
+@pytest.mark.release
+def test_movies_counts(release_dir: Path, movies_release: dict[str, list[RawExample]]) -> None:
+    data_dir, movies = release_dir, movies_release
     assert MovieRationalesReader().splits_present(data_dir / "movie_rationales") == ALL_PRESENT
     assert {split: labels(rows) for split, rows in movies.items()} == {
         "train": {"pos": 800, "neg": 800},
@@ -381,7 +481,9 @@ def test_movies_counts(data_dir: Path, movies: dict[str, list[RawExample]]) -> N
     assert not any(example.rationale for example in movies["dev"])
 
 
-def test_movies_folds(movies: dict[str, list[RawExample]]) -> None:
+@pytest.mark.release
+def test_movies_folds(movies_release: dict[str, list[RawExample]]) -> None:
+    movies = movies_release
     folds = {
         split: Counter(re.search(r"_(\d)\d\d\.txt$", e.source_id)[1] for e in rows) for split, rows in movies.items()
     }
@@ -398,6 +500,16 @@ def test_movies_rows(movies: dict[str, list[RawExample]]) -> None:
         "mind-fuck movie",
         "a very bad package",
     ]
+    test_neg = by_id(movies["test"])["movies/withRats_neg/negR_800.txt"]
+    assert test_neg.text[slice(*test_neg.rationale[0])] == "nothing really worth watching"
+    dev = movies["dev"]
+    assert (dev[0].source_id, dev[0].label, dev[0].rationale) == ("movies/withRats_neg/neg_900.txt", "neg", ())
+    assert dev[0].text.startswith("there may not be a critic alive who harbors as much affection for shlock")
+
+
+@pytest.mark.release
+def test_movies_release_rows(movies_release: dict[str, list[RawExample]]) -> None:
+    movies = movies_release
     last = movies["test"][-1]
     assert (last.source_id, last.label) == ("movies/withRats_pos/posR_899.txt", "pos")
     assert last.text[slice(*last.rationale[0])] == "wonderfully vibrant"
@@ -406,11 +518,7 @@ def test_movies_rows(movies: dict[str, list[RawExample]]) -> None:
         "certainly recommendable when the traditional slew of indifferent year's-open "
         "releases is just around the corner ."
     )
-    test_neg = by_id(movies["test"])["movies/withRats_neg/negR_800.txt"]
-    assert test_neg.text[slice(*test_neg.rationale[0])] == "nothing really worth watching"
     dev = movies["dev"]
-    assert (dev[0].source_id, dev[0].label, dev[0].rationale) == ("movies/withRats_neg/neg_900.txt", "neg", ())
-    assert dev[0].text.startswith("there may not be a critic alive who harbors as much affection for shlock")
     assert (dev[-1].source_id, dev[-1].label) == ("movies/withRats_pos/pos_999.txt", "pos")
     assert dev[-1].text.endswith("i look forward to niccol's next film , whatever it may be .")
 
@@ -464,8 +572,21 @@ def multi30k(data_dir: Path) -> dict[str, list[RawExample]]:
     return read_all(Multi30kReader(), data_dir / "multi30k")
 
 
-def test_multi30k_counts(data_dir: Path, multi30k: dict[str, list[RawExample]]) -> None:
+@pytest.fixture(scope="module")
+def multi30k_release(release_dir: Path) -> dict[str, list[RawExample]]:
+    return read_all(Multi30kReader(), release_dir / "multi30k")
+
+
+def test_multi30k_excerpt_counts(data_dir: Path, multi30k: dict[str, list[RawExample]]) -> None:
     assert Multi30kReader().splits_present(data_dir / "multi30k") == ALL_PRESENT
+    assert {split: len(rows) for split, rows in multi30k.items()} == {"train": 40, "dev": 40, "test": 40}
+    assert {example.label for rows in multi30k.values() for example in rows} == {""}
+
+
+@pytest.mark.release
+def test_multi30k_counts(release_dir: Path, multi30k_release: dict[str, list[RawExample]]) -> None:
+    multi30k = multi30k_release
+    assert Multi30kReader().splits_present(release_dir / "multi30k") == ALL_PRESENT
     assert {split: len(rows) for split, rows in multi30k.items()} == {"train": 29000, "dev": 1014, "test": 1000}
     assert {example.label for rows in multi30k.values() for example in rows} == {""}
 
@@ -477,14 +598,19 @@ def test_multi30k_rows(multi30k: dict[str, list[RawExample]]) -> None:
         target="Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
         source_id="train:1",
     )
-    last = multi30k["train"][-1]
-    assert last.source_id == "train:29000"
-    assert last.text.startswith("A man in shorts and a Hawaiian shirt leans over the rail of a pilot boat")
-    assert last.target.endswith("mit Nebel und Bergen im Hintergrund.")
     assert (multi30k["dev"][0].text, multi30k["dev"][0].target) == (
         "A group of men are loading cotton onto a truck",
         "Eine Gruppe von Männern lädt Baumwolle auf einen Lastwagen",
     )
+
+
+@pytest.mark.release
+def test_multi30k_release_rows(multi30k_release: dict[str, list[RawExample]]) -> None:
+    multi30k = multi30k_release
+    last = multi30k["train"][-1]
+    assert last.source_id == "train:29000"
+    assert last.text.startswith("A man in shorts and a Hawaiian shirt leans over the rail of a pilot boat")
+    assert last.target.endswith("mit Nebel und Bergen im Hintergrund.")
     assert (multi30k["test"][-1].text, multi30k["test"][-1].target) == (
         "A girl at the shore of a beach with a mountain in the distance.",
         "Ein Mädchen an einer Küste mit einem Berg im Hintergrund.",

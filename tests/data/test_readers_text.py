@@ -1,7 +1,9 @@
-"""Readers of the original SST, IMDB, AG News and 20 Newsgroups files, checked on the real data.
+"""Readers of the original SST, IMDB, AG News and 20 Newsgroups files, checked on real data.
 
-Counts come from each folder's SOURCE.md; the hand-checked rows were read off the real files with
-sed / zcat / tar. IMDB is read once per module because each split takes a couple of seconds to stream.
+`data_dir` is the excerpts (tests/excerpts: the first records of each class, in the release's formats);
+the tests marked `release` read the whole releases from $GRIDLAB_DATA. Counts come from each folder's
+SOURCE.md; the hand-checked rows were read off the real files with sed / zcat / tar. IMDB's release is
+read once per module because each split takes a couple of seconds to stream.
 """
 
 from __future__ import annotations
@@ -54,9 +56,10 @@ def _by_id(examples: list[RawExample]) -> dict[str, RawExample]:
         ("20newsgroups", NEWSGROUPS_FILES),
     ],
 )
-def test_file_constants_match_the_real_files(data_dir: Path, folder: str, files: tuple[SourceFile, ...]) -> None:
+@pytest.mark.release
+def test_file_constants_match_the_real_files(release_dir: Path, folder: str, files: tuple[SourceFile, ...]) -> None:
     for source in files:
-        path = data_dir / folder / source.path
+        path = release_dir / folder / source.path
         assert path.stat().st_size == source.size, source.path
         assert hashlib.sha256(path.read_bytes()).hexdigest() == source.sha256, source.path
 
@@ -75,18 +78,40 @@ def test_file_constants_match_the_real_files(data_dir: Path, folder: str, files:
         (True, "test", {"0": 279, "1": 633, "2": 389, "3": 510, "4": 399}),
     ],
 )
-def test_sst_counts(data_dir: Path, fine: bool, split: str, counts: dict[str, int]) -> None:
-    examples = SstReader(fine).read(data_dir / "sst", split)
+@pytest.mark.release
+def test_sst_counts(release_dir: Path, fine: bool, split: str, counts: dict[str, int]) -> None:
+    examples = SstReader(fine).read(release_dir / "sst", split)
     assert Counter(example.label for example in examples) == counts
 
 
-def test_sst_rows(data_dir: Path) -> None:
+@pytest.mark.parametrize(("fine", "per_class"), [(False, 20), (True, 8)])
+def test_sst_excerpt_counts(data_dir: Path, fine: bool, per_class: int) -> None:
+    labels = ("0", "1", "2", "3", "4") if fine else ("0", "1")
+    for split in ("train", "dev", "test"):
+        examples = SstReader(fine).read(data_dir / "sst", split)
+        assert Counter(example.label for example in examples) == {label: per_class for label in labels}
+        assert examples[-1].source_id == f"stsa.{'fine' if fine else 'binary'}.{split}:{per_class * len(labels)}"
+
+
+FIRST_SST_TRAIN = RawExample(
+    text="a stirring , funny and finally transporting re-imagining of beauty and the beast and 1930s horror films",
+    label="1",
+    source_id="stsa.binary.train:1",
+)
+
+
+def test_sst_excerpt_rows(data_dir: Path) -> None:
     train = SstReader(fine=False).read(data_dir / "sst", "train")
-    assert train[0] == RawExample(
-        text="a stirring , funny and finally transporting re-imagining of beauty and the beast and 1930s horror films",
-        label="1",
-        source_id="stsa.binary.train:1",
-    )
+    assert train[0] == FIRST_SST_TRAIN
+    fine_train = SstReader(fine=True).read(data_dir / "sst", "train")
+    assert (fine_train[0].text, fine_train[0].label) == (train[0].text, "4")
+
+
+@pytest.mark.release
+def test_sst_rows(release_dir: Path) -> None:
+    data_dir = release_dir
+    train = SstReader(fine=False).read(data_dir / "sst", "train")
+    assert train[0] == FIRST_SST_TRAIN
     assert (train[3460].text, train[3460].label) == ("a timid , soggy near miss .", "0")
     assert (train[-1].text, train[-1].label) == (
         "a deliciously nonsensical comedy about a city coming apart at its seams .",
@@ -132,16 +157,37 @@ def imdb(data_dir: Path) -> dict[str, list[RawExample]]:
 
 
 @pytest.fixture(scope="module")
-def imdb_rating_train(data_dir: Path) -> list[RawExample]:
-    return ImdbReader("rating").read(data_dir / "imdb", "train")
+def imdb_release(release_dir: Path) -> dict[str, list[RawExample]]:
+    reader = ImdbReader("polarity")
+    return {split: reader.read(release_dir / "imdb", split) for split in ("train", "test")}
 
 
-def test_imdb_counts(imdb: dict[str, list[RawExample]]) -> None:
+@pytest.fixture(scope="module")
+def imdb_rating_train(release_dir: Path) -> list[RawExample]:
+    return ImdbReader("rating").read(release_dir / "imdb", "train")
+
+
+@pytest.mark.release
+def test_imdb_counts(imdb_release: dict[str, list[RawExample]]) -> None:
     for split in ("train", "test"):
-        assert Counter(example.label for example in imdb[split]) == {"neg": 12500, "pos": 12500}
+        assert Counter(example.label for example in imdb_release[split]) == {"neg": 12500, "pos": 12500}
 
 
-def test_imdb_rating_histograms(imdb: dict[str, list[RawExample]], imdb_rating_train: list[RawExample]) -> None:
+def test_imdb_excerpt_counts(data_dir: Path, imdb: dict[str, list[RawExample]]) -> None:
+    ratings = ImdbReader("rating")
+    for split in ("train", "test"):
+        assert Counter(example.label for example in imdb[split]) == {"neg": 16, "pos": 16}
+        rated = ratings.read(data_dir / "imdb", split)
+        assert [e.source_id for e in rated] == [e.source_id for e in imdb[split]]  # the same reviews, other labels
+        assert Counter(e.label for e in rated) == {r: 4 for r in ("1", "2", "3", "4", "7", "8", "9", "10")}
+    assert (imdb["train"][0].source_id, imdb["train"][0].label) == ("aclImdb/train/neg/0_3.txt", "neg")
+    assert imdb["train"][0].text.startswith("Story of a man who has unnatural feelings for a pig. Starts out with")
+    assert imdb["test"][0].text.startswith("Once again Mr. Costner has dragged out a movie for far longer than")
+
+
+@pytest.mark.release
+def test_imdb_rating_histograms(imdb_release: dict[str, list[RawExample]], imdb_rating_train: list[RawExample]) -> None:
+    imdb = imdb_release
     assert Counter(example.label for example in imdb_rating_train) == {
         "1": 5100,
         "2": 2284,
@@ -158,8 +204,9 @@ def test_imdb_rating_histograms(imdb: dict[str, list[RawExample]], imdb_rating_t
     assert test_ratings == {"1": 5022, "2": 2302, "3": 2541, "4": 2635, "7": 2307, "8": 2850, "9": 2344, "10": 4999}
 
 
-def test_imdb_rows(imdb: dict[str, list[RawExample]], imdb_rating_train: list[RawExample]) -> None:
-    train, test = imdb["train"], imdb["test"]
+@pytest.mark.release
+def test_imdb_rows(imdb_release: dict[str, list[RawExample]], imdb_rating_train: list[RawExample]) -> None:
+    train, test = imdb_release["train"], imdb_release["test"]
     # Sorted member names: neg before pos, ids compared as text.
     assert (train[0].source_id, train[0].label) == ("aclImdb/train/neg/0_3.txt", "neg")
     assert train[0].text.startswith("Story of a man who has unnatural feelings for a pig. Starts out with a opening")
@@ -242,17 +289,25 @@ def test_imdb_malformed(tmp_path: Path) -> None:
 # --- AG News -----------------------------------------------------------------------------------------
 
 
-def test_ag_news_counts_and_splits(data_dir: Path) -> None:
-    reader = AgNewsReader()
-    assert reader.splits_present(data_dir / "ag_news") == {"train": False, "test": True}
-    test = reader.read(data_dir / "ag_news", "test")
+@pytest.mark.release
+def test_ag_news_counts(release_dir: Path) -> None:
+    test = AgNewsReader().read(release_dir / "ag_news", "test")
     assert Counter(example.label for example in test) == {
         "World": 1900,
         "Sports": 1900,
         "Business": 1900,
         "Sci/Tech": 1900,
     }
+    assert not any("\\" in example.text for example in test)
+
+
+def test_ag_news_excerpt_counts_and_splits(data_dir: Path) -> None:
+    reader = AgNewsReader()
+    assert reader.splits_present(data_dir / "ag_news") == {"train": False, "test": True}
+    test = reader.read(data_dir / "ag_news", "test")
+    assert Counter(example.label for example in test) == {"World": 10, "Sports": 10, "Business": 10, "Sci/Tech": 10}
     # Backslashes are the corpus's line breaks (and the escape of "$"); none survives.
+    assert any("\\" in line for line in gzip.open(data_dir / "ag_news" / "test.csv.gz", "rt"))
     assert not any("\\" in example.text for example in test)
     with pytest.raises(DataError, match=r"neither train\.csv\.gz nor train\.csv found"):
         reader.read(data_dir / "ag_news", "train")
@@ -271,6 +326,12 @@ def test_ag_news_rows(data_dir: Path) -> None:
     # Row 8 has "\\FOAF/LOAF", "social\network" and "distribution.\\I think": line breaks, not "\n" escapes.
     assert test[7].text.startswith("FOAFKey: FOAF, PGP, Key Distribution, and Bloom Filters   FOAF/LOAF  and bloom")
     assert "properties for social network and whitelist distribution.  I think we can" in test[7].text
+
+
+@pytest.mark.release
+def test_ag_news_release_rows(release_dir: Path) -> None:
+    data_dir = release_dir
+    test = AgNewsReader().read(data_dir / "ag_news", "test")
     assert (test[3799].label, test[3799].source_id) == ("World", "test.csv.gz:3800")
     assert test[3799].text.startswith("Flight From Hong Kong Diverted in UK LONDON Oct. 14, 2004 - A Virgin Atlantic")
     described = AgNewsReader(drop_titles=True).read(data_dir / "ag_news", "test")  # J&W: no title
@@ -296,7 +357,7 @@ def test_ag_news_uncompressed_download_reads_the_same(data_dir: Path, tmp_path: 
     from_gz = reader.read(data_dir / "ag_news", "test")
     from_csv = reader.read(tmp_path, "test")
     assert [(e.text, e.label) for e in from_csv] == [(e.text, e.label) for e in from_gz]
-    assert from_csv[-1].source_id == "test.csv:7600"
+    assert from_csv[-1].source_id == "test.csv:40"
 
 
 def test_ag_news_full_download_without_classes_file(tmp_path: Path) -> None:
@@ -330,15 +391,31 @@ def sports(data_dir: Path) -> dict[str, list[RawExample]]:
     return {split: reader.read(data_dir / "20newsgroups", split) for split in ("train", "test")}
 
 
-def test_newsgroups_sports_counts(sports: dict[str, list[RawExample]]) -> None:
+@pytest.fixture(scope="module")
+def sports_release(release_dir: Path) -> dict[str, list[RawExample]]:
+    reader = NewsgroupsReader(SPORTS)
+    return {split: reader.read(release_dir / "20newsgroups", split) for split in ("train", "test")}
+
+
+@pytest.mark.release
+def test_newsgroups_sports_counts(sports_release: dict[str, list[RawExample]]) -> None:
+    sports = sports_release
     assert Counter(e.label for e in sports["train"]) == {"rec.sport.baseball": 597, "rec.sport.hockey": 600}
     assert Counter(e.label for e in sports["test"]) == {"rec.sport.baseball": 397, "rec.sport.hockey": 399}
 
 
-def test_newsgroups_all_groups_counts(data_dir: Path) -> None:
+def test_newsgroups_excerpt_counts(data_dir: Path, sports: dict[str, list[RawExample]]) -> None:
+    for split in ("train", "test"):
+        assert Counter(e.label for e in sports[split]) == {"rec.sport.baseball": 15, "rec.sport.hockey": 15}
+        every = Counter(e.label for e in NewsgroupsReader(None).read(data_dir / "20newsgroups", split))
+        assert len(every) == 20 and sum(every.values()) == 18 * 2 + 2 * 15
+
+
+@pytest.mark.release
+def test_newsgroups_all_groups_counts(release_dir: Path) -> None:
     reader = NewsgroupsReader(None)
-    train = Counter(e.label for e in reader.read(data_dir / "20newsgroups", "train"))
-    test = Counter(e.label for e in reader.read(data_dir / "20newsgroups", "test"))
+    train = Counter(e.label for e in reader.read(release_dir / "20newsgroups", "train"))
+    test = Counter(e.label for e in reader.read(release_dir / "20newsgroups", "test"))
     assert (sum(train.values()), sum(test.values())) == (11314, 7532)
     assert len(train) == len(test) == 20
     assert (train["soc.religion.christian"], test["soc.religion.christian"]) == (599, 398)
@@ -346,7 +423,7 @@ def test_newsgroups_all_groups_counts(data_dir: Path) -> None:
 
 
 def test_newsgroups_rows(sports: dict[str, list[RawExample]]) -> None:
-    train, test = sports["train"], sports["test"]
+    train, test = sports["train"], sports["test"]  # the first of each group is in the excerpt, as is 53884
     first = train[0]
     assert (first.source_id, first.label) == ("20_newsgroups/rec.sport.baseball/100521", "rec.sport.baseball")
     # The footer step strips the text first, so the body's leading tab goes too (as in scikit-learn).
@@ -364,7 +441,10 @@ def test_newsgroups_rows(sports: dict[str, list[RawExample]]) -> None:
         "try line-juggling at this point.\n\ngld"
     )
 
-    last = test[-1]
+
+@pytest.mark.release
+def test_newsgroups_last_row(sports_release: dict[str, list[RawExample]]) -> None:
+    last = sports_release["test"][-1]
     assert (last.source_id, last.label) == ("20_newsgroups/rec.sport.hockey/54900", "rec.sport.hockey")
     assert last.text.startswith("(Ali's letter deleted for brevity)\n\n\nRoger,\nYour responses might just exclude")
     assert last.text.rstrip().endswith("it's not something I personally advocate.  :-)")

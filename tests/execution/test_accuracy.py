@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def test_sst_bilstm_with_jain_wallace_settings(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
-    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+def test_sst_bilstm_with_jain_wallace_settings(tmp_path: Path, shipped_sst: Path, monkeypatch, local_ray):
+    monkeypatch.setenv("GRIDLAB_DATA", str(shipped_sst))  # the whole SST release, read in Ray's workers
     grid = yaml.safe_load((REPO / "grids" / "jain_wallace.yaml").read_text())
     grid.update(
         name="jw-sst",

@@ -30,8 +30,8 @@ def checkpoints(experiment: Path) -> dict[str, set[str]]:
     return found
 
 
-def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, data_dir: Path, monkeypatch):
-    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, shipped_sst: Path, monkeypatch):
+    monkeypatch.setenv("GRIDLAB_DATA", str(shipped_sst))  # SST is read in other processes: the shipped release
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     path = write_grid(
         tmp_path,

@@ -53,12 +53,12 @@ def test_a_cell_whose_analyses_are_all_per_model_has_no_test_instances_to_time(t
     assert (left.analysis_instances, left.analysis_unknown) == (0, 0)  # its work is one adversary per model
 
 
-def test_plan_calibrates_what_nothing_measured_on_request(tmp_path: Path, data_dir: Path, monkeypatch):
+def test_plan_calibrates_what_nothing_measured_on_request(tmp_path: Path, shipped_sst: Path, monkeypatch):
     from typer.testing import CliRunner
 
     from gridlab.cli import app
 
-    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+    monkeypatch.setenv("GRIDLAB_DATA", str(shipped_sst))
     spec = {
         "name": "g",
         "results_dir": str(tmp_path / "runs"),

@@ -41,8 +41,8 @@ def runs(folder: Path, name: str, query: str = ""):
     return mlflow.search_runs(experiment_names=[name], filter_string=query, output_format="pandas")
 
 
-def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, data_dir: Path, monkeypatch, local_ray):
-    monkeypatch.setenv("GRIDLAB_DATA", str(data_dir))
+def test_launch_trains_tracks_and_resumes_by_cell(tmp_path: Path, shipped_sst: Path, monkeypatch, local_ray):
+    monkeypatch.setenv("GRIDLAB_DATA", str(shipped_sst))  # SST is read in Ray's workers: the shipped release
     path = write_grid(tmp_path, analyses=ANALYSES, instances=60, shard_size=25, analysis_batch_size=5)
     first = launch(path)
     assert first.exit_code == 0, first.output

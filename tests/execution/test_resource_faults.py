@@ -103,9 +103,9 @@ def test_a_relaunch_trains_the_cells_a_restored_experiment_left_stopped(
 
 
 @pytest.mark.slow
-def test_a_truncated_dataset_file_is_refused_in_one_line_before_any_trial(tmp_path: Path, data_dir: Path):
+def test_a_truncated_dataset_file_is_refused_in_one_line_before_any_trial(tmp_path: Path, shipped_sst: Path):
     copy = tmp_path / "data"
-    train = truncated_sst_copy(data_dir, copy)
+    train = truncated_sst_copy(shipped_sst, copy)
     path = write_grid(tmp_path, grid={"dataset": ["sst"], "encoder": ["average"], "seed": [0]})
     env = {**os.environ, "GRIDLAB_DATA": str(copy), "RAY_AUTH_MODE": "disabled"}
     refused = subprocess.run(

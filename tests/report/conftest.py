@@ -148,7 +148,7 @@ class QuickRun:
 
 
 @pytest.fixture(scope="session")
-def quick_report(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> QuickRun:
+def quick_report(tmp_path_factory: pytest.TempPathFactory, shipped_sst: Path) -> QuickRun:
     """grids/quick.yaml launched (trained and analysed) in a temporary results dir, then `gridlab report`."""
     from typer.testing import CliRunner
 
@@ -157,7 +157,7 @@ def quick_report(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Qu
     folder = tmp_path_factory.mktemp("quick")
     grid = yaml.safe_load((REPO / "grids" / "quick.yaml").read_text())
     grid["results_dir"] = str(folder / "runs")
-    grid["data_dir"] = str(data_dir)
+    grid["data_dir"] = str(shipped_sst)  # SST is read in Ray workers: the whole release, shipped in the package
     path = folder / "quick.yaml"
     path.write_text(yaml.safe_dump(grid, sort_keys=False))
     with local_ray(tmp_path_factory.mktemp("ray")):

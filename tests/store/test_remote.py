@@ -116,14 +116,14 @@ def test_a_grid_in_s3_survives_a_driver_kill_and_a_lost_machine(object_store: Ob
 
 
 @pytest.mark.slow
-def test_training_in_s3_resumes_from_tunes_checkpoints_in_the_store(object_store: ObjectStore, tmp_path, data_dir):
+def test_training_in_s3_resumes_from_tunes_checkpoints_in_the_store(object_store: ObjectStore, tmp_path, shipped_sst):
     settings = dict(
         grid={"dataset": ["sst"], "encoder": ["lstm"], "seed": [0, 1]},
         train={"epochs": 5, "batch_size": 32, "max_train": 1200},
         model={"embedding_dim": 32, "hidden_size": 32, "attention_size": 32},
         analyses={},
     )
-    env = {**os.environ, "GRIDLAB_DATA": str(data_dir), "RAY_AUTH_MODE": "disabled"}
+    env = {**os.environ, "GRIDLAB_DATA": str(shipped_sst), "RAY_AUTH_MODE": "disabled"}  # SST, read in workers
     (tmp_path / "local").mkdir()
     local = write_grid(tmp_path / "local", **settings)
     reference = subprocess.run([sys.executable, "-m", "gridlab", "launch", str(local)], env=env, capture_output=True)
