@@ -178,7 +178,7 @@ def status(grid: GridArg, where: WhereOption = None, as_json: JsonOption = False
         location = "" if r["state"] == "pending" else f"{r['checkpoint'] or '-'} / {r['mlflow_run'] or '-'}"
         row = [r["id"], r["dataset"], r["encoder"], r["attention"], str(r["seed"]), r["state"], detail, location]
         table.add_row(*row)
+    say_results_folder(expanded, as_json=False)  # first, so the counts stay the last line (scripts read it)
     console.print(table)
     states = [r["state"] for r in records]
     echo(f"{states.count('trained')} trained, {states.count('failed')} failed, {states.count('pending')} pending")
-    say_results_folder(expanded, as_json=False)

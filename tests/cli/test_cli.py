@@ -452,6 +452,8 @@ def test_status_plan_and_report_say_which_results_folder_they_read(in_tmp: Path)
         result = run(*command, grid)
         assert f"results: {in_tmp / 'runs' / 'quick'}/\n" in result.stdout and "does not exist" not in result.output
     assert run("status", grid, "--json").stderr == ""
+    counts = run("status", grid).stdout.splitlines()
+    assert counts[0].startswith("results: ") and counts[-1] == "1 trained, 0 failed, 3 pending"  # what CI reads
 
 
 def test_a_closed_pipe_ends_a_command_quietly(tmp_path: Path):
