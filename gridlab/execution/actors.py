@@ -347,5 +347,11 @@ def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
     frame = write_summary(grid)
     if frame.empty:
         return
-    updated = log_summaries(grid, frame, tracker)
-    emit(f"summaries: {counted(len(frame), 'cell')} in {grid.workspace.summary}, logged to {updated} MLflow runs")
+    before = tracker.journal.count()
+    recorded = log_summaries(grid, frame, tracker)
+    written = tracker.written_since(before)  # what the store took, not what was recorded for it
+    waiting = f" ({recorded - written} waiting in the journal)" if written < recorded else ""
+    emit(
+        f"summaries: {counted(len(frame), 'cell')} in {grid.workspace.summary}, logged to {written} MLflow runs"
+        f"{waiting}"
+    )
