@@ -44,6 +44,7 @@ from gridlab.execution.plan import (
     plan_jobs,
 )
 from gridlab.execution.progress import Status
+from gridlab.execution.ray_session import report_lost_node
 from gridlab.execution.runner import ShardOutcome, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
@@ -205,8 +206,8 @@ class AnalysisDispatcher:
             self.show("analyses", text)
 
     def _requeue(self, job: ShardJob, node: str) -> bool:
-        """Put the shard back in front of the queue for a new actor, unless its node was lost too often. (The
-        node's loss itself is one line of `ray_session`'s, when the cluster declares it dead.)"""
+        """Put the shard back in front of the queue for a new actor, unless its node was lost too often. The
+        node's loss itself is one line (`ray_session.report_lost_node`), whoever learns of it first."""
         key = (job.cell_id, job.shard.index)
         times = self._requeues.get(key, 0) + 1
         if times > NODE_LOSS_REQUEUES:
@@ -216,6 +217,8 @@ class AnalysisDispatcher:
         self._queue.appendleft(job)
         if node not in self.report.lost_nodes:
             self.report.lost_nodes.append(node)
+            if node != "unknown":
+                report_lost_node(node)
         self.emit(
             f"analyses: shard {job.shard.index} of {job.cell_id} requeued: its node {node[:12]} stopped answering "
             f"({times} of {NODE_LOSS_REQUEUES} requeues)"

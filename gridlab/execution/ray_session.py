@@ -92,9 +92,21 @@ TASK_RETRIED = re.compile(r"^Task \S+ failed\. There are \d+ retries remaining")
 NODE_DEAD = re.compile(r"^The node with node id: ([0-9a-f]+) and address: (\S+) .*has been marked dead")
 
 
+_reported: set[str] = set()  # the nodes whose loss this driver has told
+
+
+def report_lost_node(node_id: str, address: str | None = None) -> None:
+    """The one line for a lost node, the first time this driver learns of it: from the cluster, which declares
+    a node dead only after its heartbeats stopped for a while, or sooner from an analysis shard it cost."""
+    if node_id not in _reported:
+        _reported.add(node_id)
+        where = f" ({address})" if address else ""
+        print(f"ray: lost node {node_id[:12]}{where}: it stopped answering", file=sys.stderr, flush=True)
+
+
 def one_line_per_lost_node() -> None:
     """Wrap the printer of Ray's driver-side error listener (`ray._private.worker.print_to_stdstream`, looked
-    up on each message) so that a lost node is one line on stderr, when the cluster declares it dead: the
+    up on each message) so that a lost node is one line on stderr (`report_lost_node`): the
     tails of its raylet's log (one per agent of the node that noticed) and the notices of each retry of a
     task that ran there are dropped (gridlab reports what they cost). Every other message is printed as
     before."""
@@ -103,16 +115,13 @@ def one_line_per_lost_node() -> None:
     printer = worker.print_to_stdstream
     if getattr(printer, "gridlab_filtered", False):
         return
-    seen: set[str] = set()
 
     def filtered(data: dict, ignore_prefix: bool) -> None:
         text = "\n".join(data.get("lines", []))
         if data.get("pid") != "raylet":
             printer(data, ignore_prefix)
         elif (dead := NODE_DEAD.match(text)) is not None:
-            if dead.group(1) not in seen:
-                seen.add(dead.group(1))
-                print(f"ray: lost node {dead.group(1)[:12]} ({dead.group(2)}): it stopped answering", file=sys.stderr)
+            report_lost_node(dead.group(1), dead.group(2))
         elif not (text.startswith(RAYLET_DIED) or TASK_RETRIED.match(text)):
             printer(data, ignore_prefix)
 

@@ -95,13 +95,13 @@ def test_a_lost_node_costs_time_not_a_shard(tmp_path: Path):
         output = stdout + stderr
         assert driver.returncode == 0, output
         lost = [line for line in output.splitlines() if "lost node" in line]
-        assert len(lost) == 1, output  # when the cluster declared it dead
+        assert len(lost) == 1, output  # from the shard it cost or the cluster, whichever told first
         assert "requeued: its node" in output, output
         assert "Last 20 lines" not in output and "(raylet)" not in output and "Traceback" not in output, output
         assert len(output.splitlines()) < 30, output  # gridlab's own lines, not Ray's dumps
         after_loss = pd.read_parquet(parts).sort_values(["instance_id"]).reset_index(drop=True)
         assert len(after_loss) == 128
-        print(f"finished {seconds:.0f} s after the node was lost")
+        print(output, f"finished {seconds:.0f} s after the node was lost", sep="\n")  # shown with -s
 
         shutil.rmtree(parts)
         clean = launch(path, cluster.address, env)
