@@ -410,7 +410,7 @@ class Tracker:
             if found is not None:
                 experiment_id = found.experiment_id
                 db = sqlite_path(self.tracking_uri)
-                if location is not None and db is not None and found.artifact_location != location:
+                if location is not None and db is not None and moved(found.artifact_location, location):
                     relocate(db, experiment_id, found.artifact_location, location)
             else:
                 experiment_id = self.client.create_experiment(self.experiment, artifact_location=location)
@@ -430,6 +430,13 @@ class Tracker:
 def sqlite_path(tracking_uri: str) -> Path | None:
     prefix = "sqlite:///"
     return Path(tracking_uri[len(prefix) :]) if tracking_uri.startswith(prefix) else None
+
+
+def moved(old: str, new: str) -> bool:
+    """Whether `old` is the grid's artifact folder of another place of the results folder: another path that
+    ends as `new` does (`mlartifacts/<grid>`). A location of another layout (an experiment created by hand or
+    by an older gridlab, its artifacts elsewhere) is left as it is."""
+    return old != new and old.startswith("file:") and old.rsplit("/", 2)[-2:] == new.rsplit("/", 2)[-2:]
 
 
 def relocate(db: Path, experiment_id: str, old: str, new: str) -> None:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from gridlab.tracking.journal import TrackingJournal
-from gridlab.tracking.runs import Tracker
+from gridlab.tracking.runs import Tracker, moved
 from tests.execution.conftest import write_grid
 
 
@@ -130,3 +130,11 @@ def test_a_count_that_meets_another_journal_skips_none_of_it(tmp_path: Path):
     assert second.deliver() == 0 and second.skipped() == 0
     run = second.client.search_runs([second.experiment_id], "tags.cell_id = 'def456'")[0]
     assert run.data.metrics == {"train_loss": 0.9} and run.data.params == {"encoder": "gru"}
+
+
+def test_only_a_moved_results_folder_is_re_rooted():
+    new = "file:///big/runs/mlartifacts/g"
+    assert moved("file:///full/runs/mlartifacts/g", new)
+    assert not moved(new, new)
+    assert not moved("file:///home/me/mlruns/1", new)  # an experiment whose artifacts live elsewhere
+    assert not moved("s3://bucket/mlartifacts/g", new)
