@@ -135,9 +135,15 @@ def track(grid: GridArg) -> None:
     expanded = load(grid, check_data=False)  # the journal and the server are all it needs
     with uploading(expanded), exclusive(expanded.workspace, "track"):
         tracker = tracker_for(expanded)
-        before = tracker.journal.backlog()
+        before = tracker.backlog()
         waiting = tracker.deliver()
+        skipped = tracker.skipped()
     echo(f"tracking: {counted(before - waiting, 'record')} sent to {tracker.tracking_uri}, {waiting} waiting")
+    if skipped:
+        echo(
+            f"tracking: {counted(skipped, 'record')} of {tracker.journal.records} could not be sent (each names a "
+            "run that no record created)"
+        )
     if waiting:
         raise typer.Exit(1)
 

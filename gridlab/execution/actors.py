@@ -10,10 +10,17 @@ analysis actors never hold CPUs that Tune's training trials are waiting for. Par
 so a relaunch writes nothing new and a deleted part is rewritten alone. An actor that dies is restarted and
 its shard retried (`max_restarts`, `max_task_retries`): a crash costs only the shard in flight. An actor whose
 worker imported another gridlab than the driver's (`codebase`) fails each shard it is given, naming both.
+
+A node that is lost (its raylet killed, the machine gone) makes its actors unreachable at once, and Ray spends
+their restarts and retries within a second, long before the cluster declares the node dead. Such a shard is
+not a failed shard: it goes back to the queue for a new actor, which Ray places on a live node, at most
+`NODE_LOSS_REQUEUES` times per shard (a node lost again and again is a cluster to fix, and the shard then fails
+as any other). A shard whose analysis raised, or whose actor died on a node that is alive, fails as before.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections import deque
@@ -23,7 +30,7 @@ from pathlib import Path
 
 import ray
 from ray import cloudpickle
-from ray.exceptions import RayActorError, RayError
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayError
 
 from gridlab.analyses.base import Analysis
 from gridlab.analyses.registry import BUILT_IN, IMPLEMENTATIONS
@@ -37,6 +44,7 @@ from gridlab.execution.plan import (
     plan_jobs,
 )
 from gridlab.execution.progress import Status
+from gridlab.execution.ray_session import report_lost_node
 from gridlab.execution.runner import ShardOutcome, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
@@ -44,6 +52,9 @@ from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 from gridlab.store.remote import Mirror, activate, bring_down
 from gridlab.store.timings import record_shard
 from gridlab.text import counted, duration
+
+NODE_LOSS_REQUEUES = 3  # times a shard goes back to the queue because its actor's node was lost
+NODE_DIED = re.compile(r"its node has died\. Node Id: ([0-9a-f]+)")  # the GCS's cause of an ActorDiedError
 
 
 @ray.remote(max_restarts=2, max_task_retries=2)
@@ -83,6 +94,8 @@ class AnalysisReport:
     skipped: int = 0
     not_implemented: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # "cell shard N: error" for shards that raised
+    requeued: int = 0  # shards sent back to the queue because their node was lost
+    lost_nodes: list[str] = field(default_factory=list)  # ids of the nodes lost while shards ran on them
 
 
 class AnalysisDispatcher:
@@ -108,6 +121,7 @@ class AnalysisDispatcher:
         self._idle: list = []
         self._busy: dict[ray.ObjectRef, tuple[object, ShardJob]] = {}
         self._submitted: set[tuple[str, int, str]] = set()
+        self._requeues: dict[tuple[str, int], int] = {}  # (cell, shard) -> times its node was lost under it
         self._shards = self._done = 0
         self._started = time.monotonic()
         self._shard_seconds = 0.0  # the analysed shards' own time, summed: their pace, whatever ran before
@@ -159,7 +173,6 @@ class AnalysisDispatcher:
 
     def _finish(self, ref: ray.ObjectRef) -> None:
         actor, job = self._busy.pop(ref)
-        self._done += 1
         outcome = None
         try:
             outcome = ray.get(ref)
@@ -169,12 +182,16 @@ class AnalysisDispatcher:
             if outcome.padded_tokens:  # a shard of instances was analysed: its time feeds `gridlab plan`
                 instances = job.shard.stop - job.shard.start
                 record_shard(self.grid.workspace, job.cell_id, job.shard.index, instances, outcome.seconds)
-        except RayActorError as error:  # died more often than it may restart: give it up
-            self._fail(job, error)
+        except RayActorError as error:  # unreachable, or died more often than it may restart: give it up
             self._release([actor])
+            node = lost_node(actor, error)
+            if node is not None and self._requeue(job, node):
+                return  # not done: it runs again, and its line comes then
+            self._fail(job, error)
         except RayError as error:  # the analysis raised: the actor itself is fine
             self._fail(job, error)
             self._idle.append(actor)
+        self._done += 1
         elapsed = time.monotonic() - self._started
         text = (
             f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] analyses: {self._done}/{self._shards} shards"
@@ -187,6 +204,26 @@ class AnalysisDispatcher:
             self.emit(text)
         else:
             self.show("analyses", text)
+
+    def _requeue(self, job: ShardJob, node: str) -> bool:
+        """Put the shard back in front of the queue for a new actor, unless its node was lost too often. The
+        node's loss itself is one line (`ray_session.report_lost_node`), whoever learns of it first."""
+        key = (job.cell_id, job.shard.index)
+        times = self._requeues.get(key, 0) + 1
+        if times > NODE_LOSS_REQUEUES:
+            return False
+        self._requeues[key] = times
+        self.report.requeued += 1
+        self._queue.appendleft(job)
+        if node not in self.report.lost_nodes:
+            self.report.lost_nodes.append(node)
+            if node != "unknown":
+                report_lost_node(node)
+        self.emit(
+            f"analyses: shard {job.shard.index} of {job.cell_id} requeued: its node {node[:12]} stopped answering "
+            f"({times} of {NODE_LOSS_REQUEUES} requeues)"
+        )
+        return True
 
     def _fail(self, job: ShardJob, error: Exception) -> None:
         last = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
@@ -220,6 +257,31 @@ class AnalysisDispatcher:
     def _release(actors: list) -> None:
         for actor in actors:
             ray.kill(actor)
+
+
+def lost_node(actor, error: RayActorError) -> str | None:
+    """The id of the node whose loss cost the actor (`error`), or None when the node is alive: the actor
+    itself crashed (its restarts spent), and the shard fails like any other. A node that became unreachable
+    (`ActorUnavailableError`) counts as lost: by the time the cluster declares it dead the shard is elsewhere."""
+    if isinstance(error, ActorDiedError) and error.actor_init_failed:
+        return None
+    found = NODE_DIED.search(str(error))
+    if found:
+        return found.group(1)
+    node = actor_node(actor)
+    if isinstance(error, ActorUnavailableError) or error.preempted:
+        return node or "unknown"
+    alive = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    return node if node is not None and node not in alive else None
+
+
+def actor_node(actor) -> str | None:
+    """The node an actor was last placed on, from the cluster's actor table."""
+    try:
+        entry = ray._private.state.actors(actor_id=actor._actor_id.hex())
+    except Exception:  # noqa: BLE001  the table is a diagnosis: without it the shard is judged by its error
+        return None
+    return (entry or {}).get("Address", {}).get("NodeID") or None
 
 
 def eta(shard_seconds: float, done: int, total: int, parallel: int) -> str:
@@ -288,5 +350,11 @@ def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
     frame = write_summary(grid)
     if frame.empty:
         return
-    updated = log_summaries(grid, frame, tracker)
-    emit(f"summaries: {counted(len(frame), 'cell')} in {grid.workspace.summary}, logged to {updated} MLflow runs")
+    before = tracker.journal.count()
+    recorded = log_summaries(grid, frame, tracker)
+    written = tracker.written_since(before)  # what the store took, not what was recorded for it
+    waiting = f" ({recorded - written} waiting in the journal)" if written < recorded else ""
+    emit(
+        f"summaries: {counted(len(frame), 'cell')} in {grid.workspace.summary}, logged to {written} MLflow runs"
+        f"{waiting}"
+    )

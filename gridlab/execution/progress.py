@@ -72,6 +72,9 @@ class GridProgress(tune.Callback):
             state = _journaled(state)
         self.__dict__.update({"show": None, **state, "models": resolved(state["models"])})
         self.started = time.monotonic()
+        # the cells' runs are opened again: the launch may resume on another machine, tracking to another store
+        # (its own sqlite file), where only the records written from here on arrive
+        self.opened = set()
         # the experiment may have been saved before some of its cells were published: the store says which are
         store = ModelStore(self.models)
         for cell_id, status in self.status.items():

@@ -8,12 +8,17 @@ local Ray is started with clusters off, in the driver for the duration of `ray.i
 its processes inherit. Set GRIDLAB_RAY_NODE_IP to choose another node address (then Ray binds everywhere).
 Joining (`auto`, `ray://host:10001`, `host:port`) keeps the cluster's own settings; a connection that does not
 come up in `timeout_s` (a login-token mismatch can hang for minutes) is a clear error instead of a silent wait.
+
+A node that is lost makes Ray print, on the driver and whatever `log_to_driver` says (they are error messages),
+the last 20 lines of its raylet's log once per agent of the node, a notice per retry of each task that ran
+there, and the node's death: `one_line_per_lost_node` makes that one line per node.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -78,3 +83,47 @@ def _init_with_timeout(kwargs: dict, timeout_s: float, target: str) -> None:
         ray.init(logging_level=logging.WARNING, log_to_driver=False, **kwargs)
     stop_on_sigterm()  # ray.init installs a handler that aborts on SIGTERM
     drop_reported_logs()  # a full disk or an interrupt is one line of gridlab's, not Tune's tracebacks and lists
+    one_line_per_lost_node()
+
+
+# What Ray's driver-side error listener prints when a node is lost, and what gridlab makes of it
+RAYLET_DIED = "Raylet is terminated. Termination is unexpected."  # then the last 20 lines of its log
+TASK_RETRIED = re.compile(r"^Task \S+ failed\. There are \d+ retries remaining")  # one per retry
+NODE_DEAD = re.compile(r"^The node with node id: ([0-9a-f]+) and address: (\S+) .*has been marked dead")
+
+
+_reported: set[str] = set()  # the nodes whose loss this driver has told
+
+
+def report_lost_node(node_id: str, address: str | None = None) -> None:
+    """The one line for a lost node, the first time this driver learns of it: from the cluster, which declares
+    a node dead only after its heartbeats stopped for a while, or sooner from an analysis shard it cost."""
+    if node_id not in _reported:
+        _reported.add(node_id)
+        where = f" ({address})" if address else ""
+        print(f"ray: lost node {node_id[:12]}{where}: it stopped answering", file=sys.stderr, flush=True)
+
+
+def one_line_per_lost_node() -> None:
+    """Wrap the printer of Ray's driver-side error listener (`ray._private.worker.print_to_stdstream`, looked
+    up on each message) so that a lost node is one line on stderr (`report_lost_node`): the
+    tails of its raylet's log (one per agent of the node that noticed) and the notices of each retry of a
+    task that ran there are dropped (gridlab reports what they cost). Every other message is printed as
+    before."""
+    from ray._private import worker
+
+    printer = worker.print_to_stdstream
+    if getattr(printer, "gridlab_filtered", False):
+        return
+
+    def filtered(data: dict, ignore_prefix: bool) -> None:
+        text = "\n".join(data.get("lines", []))
+        if data.get("pid") != "raylet":
+            printer(data, ignore_prefix)
+        elif (dead := NODE_DEAD.match(text)) is not None:
+            report_lost_node(dead.group(1), dead.group(2))
+        elif not (text.startswith(RAYLET_DIED) or TASK_RETRIED.match(text)):
+            printer(data, ignore_prefix)
+
+    filtered.gridlab_filtered = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = filtered

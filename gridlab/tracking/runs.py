@@ -39,6 +39,7 @@ from gridlab.tracking.journal import TrackingJournal
 
 KIND_TAG = "gridlab.kind"
 LAUNCH_KEY_TAG = "gridlab.launch_key"
+STORE_TAG = "gridlab.store"  # on the grid's experiment: the id the journal counts this store's records by
 EXPERIMENT_KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"  # MLflow 3's UI
 BATCH = 100  # MLflow's log_batch limit on params per call
 RETRY_SECONDS = 60.0
@@ -82,6 +83,7 @@ class Tracker:
         self._experiment_id: str | None = None
         self._runs: dict[str, str] = {}  # cell id or launch key -> MLflow run id, as sent
         self._failed_at: float | None = None  # when sending last failed (monotonic); None while it works
+        self._store: str | None = None  # the store's id (`STORE_TAG`) once asked
 
     def __getstate__(self) -> dict:  # saved with a Tune experiment: locations in `portable` form
         return {
@@ -97,6 +99,10 @@ class Tracker:
         self.__dict__.update(
             {
                 **state,
+                # restored, maybe on another machine with a store of its own: nothing of a store is assumed
+                "_store": None,
+                "_runs": {},
+                "_experiment_id": None,
                 "tracking_uri": resolved_tracking_uri(state["tracking_uri"]),
                 "artifact_root": None if artifacts is None else resolved(artifacts),
             }
@@ -132,7 +138,13 @@ class Tracker:
     def finish_cell(self, cell_id: str, metrics: dict[str, float], folder: Path) -> None:
         """The final (test) metrics, logged at the epoch whose weights they measure, and the cell's files."""
         self.log_epoch(cell_id, int(metrics.get("best_epoch", 0)), metrics)
-        self._record(op="finish", cell_id=cell_id, folder=portable(folder))  # sent, maybe, from another machine
+        # sent, maybe, from another machine or after the results folder moved: the folder also relative to the grid's
+        where = (
+            {"in_grid": folder.relative_to(self.grid_folder).as_posix()}
+            if folder.is_relative_to(self.grid_folder)
+            else {}
+        )
+        self._record(op="finish", cell_id=cell_id, folder=portable(folder), **where)
 
     def finish_published(self, published: dict[str, Path]) -> list[str]:
         """Finish the runs of published cells (cell id -> its model folder) whose finish was never recorded:
@@ -154,6 +166,11 @@ class Tracker:
     def fail_cell(self, cell_id: str, reason: str) -> None:
         self._record(op="fail", cell_id=cell_id, reason=reason[:5000])
 
+    @property
+    def grid_folder(self) -> Path:
+        """The grid's results folder, wherever it is now: the one that holds the journal."""
+        return self.journal.folder.parent
+
     def run_id(self, cell_id: str) -> str | None:
         """The cell's MLflow run id once its run was sent, else None."""
         return self._runs.get(cell_id)
@@ -166,7 +183,33 @@ class Tracker:
     def deliver(self) -> int:
         """Send every unsent record now, in order; returns how many still wait (0 once the server took all)."""
         self._send_unsent(retry=True)
-        return self.journal.backlog()
+        return self.backlog()
+
+    def backlog(self) -> int:
+        """Records the store has not taken: counted against the store itself where it answers, else against
+        the store last sent to at this URI (every record when there was none)."""
+        return self.journal.backlog(self._known_store())
+
+    def skipped(self) -> int:
+        """Records the store could not take (they name a run that no record created)."""
+        store = self._known_store()
+        return len(self.journal.skipped(store)) if store is not None else 0
+
+    def written_since(self, count: int) -> int:
+        """Of the records after the first `count`, how many the store has taken (skipped ones not counted)."""
+        store = self._known_store()
+        if store is None:
+            return 0
+        skipped = sum(1 for index in self.journal.skipped(store) if index >= count)
+        return max(0, self.journal.sent(store) - count) - skipped
+
+    def _known_store(self) -> str | None:
+        if self._store is None and (self._failed_at is None or time.monotonic() - self._failed_at >= RETRY_SECONDS):
+            try:
+                return self.store
+            except Exception:  # noqa: BLE001  the store does not answer: the count it last had, if any
+                self._failed_at = time.monotonic()
+        return self._store or self.journal.store_at(portable_tracking_uri(self.tracking_uri))
 
     def _send_unsent(self, retry: bool) -> None:
         """Send the journal's unsent records in order. After a failure, sending is tried again only
@@ -175,12 +218,15 @@ class Tracker:
         if self._failed_at is not None and not retry and time.monotonic() - self._failed_at < RETRY_SECONDS:
             return
         try:
-            for index, record in self.journal.unsent():
+            store, uri = self.store, portable_tracking_uri(self.tracking_uri)
+            for position, (index, record) in enumerate(self.journal.unsent(store)):
+                skipped = False
                 try:
-                    self._send(record)
+                    self._send(record, maybe_sent=position == 0)
                 except LookupError as error:
                     self.warn(f"tracking: record {index + 1} of {self.journal.records} skipped: {error}")
-                self.journal.mark_sent(index + 1)
+                    skipped = True
+                self.journal.mark_sent(store, (index, record), uri, skipped)
         except Exception as error:  # noqa: BLE001  whatever the server or its client raise, the grid goes on
             if self._failed_at is None:
                 self.warn(
@@ -193,7 +239,10 @@ class Tracker:
             self.warn(f"tracking: {self.tracking_uri} is back; every record waiting was sent")
             self._failed_at = None
 
-    def _send(self, record: dict[str, Any]) -> None:
+    def _send(self, record: dict[str, Any], maybe_sent: bool = False) -> None:
+        """Send one record. With `maybe_sent` (the first of a pass: the store may have taken it just before a
+        crash or a failed count), metrics the run already has at that step and time are not logged again;
+        every other record is idempotent."""
         op = record["op"]
         if op == "launch":
             self._send_launch(record)
@@ -213,10 +262,15 @@ class Tracker:
         elif op == "metrics":
             from mlflow.entities import Metric
 
+            run = self._cell_run(record["cell_id"])
             metrics = [Metric(k, float(v), record["at"], record["step"]) for k, v in record["metrics"].items()]
-            self.client.log_batch(self._cell_run(record["cell_id"]), metrics=metrics)
+            if maybe_sent:
+                metrics = [m for m in metrics if not self._has_metric(run, m)]
+            if metrics:
+                self.client.log_batch(run, metrics=metrics)
         elif op == "finish":
-            run, folder = self._cell_run(record["cell_id"]), resolved(record["folder"])
+            run = self._cell_run(record["cell_id"])
+            folder = self.grid_folder / record["in_grid"] if "in_grid" in record else resolved(record["folder"])
             self._backfill(run, folder / CellFiles.HISTORY)
             for name in (CellFiles.CONFIG, CellFiles.METRICS, CellFiles.HISTORY, CellFiles.DATA):
                 if (folder / name).is_file():
@@ -228,6 +282,12 @@ class Tracker:
             self.client.set_terminated(run, "FAILED")
         else:
             raise ValueError(f"{self.journal.records}: unknown record {op!r}")
+
+    def _has_metric(self, run: str, metric) -> bool:
+        return any(
+            (m.step, m.timestamp) == (metric.step, metric.timestamp)
+            for m in self.client.get_metric_history(run, metric.key)
+        )
 
     def _backfill(self, run: str, history: Path) -> None:
         """Log the epochs the cell's history has and its run lacks: a trial that reported an epoch while its
@@ -255,7 +315,8 @@ class Tracker:
                 run_name=record["name"],
                 tags={KIND_TAG: "launch", "grid": self.experiment, LAUNCH_KEY_TAG: record["key"]},
             ).info.run_id
-            self.client.log_metric(run, "cells_pending", record["pending"])
+            if record["pending"] is not None:
+                self.client.log_metric(run, "cells_pending", record["pending"])
             self._runs[record["key"]] = run
 
     def _send_cell(self, record: dict[str, Any]) -> str:
@@ -287,9 +348,12 @@ class Tracker:
         return self._runs[cell_id]
 
     def _launch_run(self, key: str) -> str:
+        """The launch's run, created here if the store lacks it: a launch begun on another machine (its start
+        journaled there, with a store of its own) and resumed on this one ends in this machine's store."""
         found = self._find_launch(key)
         if found is None:
-            raise LookupError(f"no MLflow run for launch {key} (its 'launch' record was not sent)")
+            self._send_launch({"key": key, "name": f"launch {key} (begun elsewhere)", "pending": None})
+            found = self._runs[key]
         return found
 
     def _find_launch(self, key: str) -> str | None:
@@ -331,13 +395,29 @@ class Tracker:
         return self._client
 
     @property
+    def store(self) -> str:
+        """The store's id, kept on the grid's experiment (`STORE_TAG`); given on first use. An experiment that
+        was there before stores were named was sent the journal's records as they were counted then."""
+        if self._store is None:
+            store = self.client.get_experiment(self.experiment_id).tags.get(STORE_TAG)
+            if store is None:
+                store = uuid.uuid4().hex
+                self.client.set_experiment_tag(self.experiment_id, STORE_TAG, store)
+                self.journal.adopt(store, portable_tracking_uri(self.tracking_uri))
+            self._store = store
+        return self._store
+
+    @property
     def experiment_id(self) -> str:
         if self._experiment_id is None:
+            location = (self.artifact_root / self.experiment).resolve().as_uri() if self.artifact_root else None
             found = self.client.get_experiment_by_name(self.experiment)
             if found is not None:
                 experiment_id = found.experiment_id
+                db = sqlite_path(self.tracking_uri)
+                if location is not None and db is not None and moved(found.artifact_location, location):
+                    relocate(db, experiment_id, found.artifact_location, location)
             else:
-                location = (self.artifact_root / self.experiment).resolve().as_uri() if self.artifact_root else None
                 experiment_id = self.client.create_experiment(self.experiment, artifact_location=location)
             if (found.tags if found is not None else {}).get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING:
                 # the UI opens it as model training, not in its GenAI view
@@ -350,6 +430,38 @@ class Tracker:
             [self.experiment_id], f"tags.cell_id = '{cell_id}' and tags.`{KIND_TAG}` = 'cell'", max_results=1
         )
         return runs[0].info.run_id if runs else None
+
+
+def sqlite_path(tracking_uri: str) -> Path | None:
+    prefix = "sqlite:///"
+    return Path(tracking_uri[len(prefix) :]) if tracking_uri.startswith(prefix) else None
+
+
+def moved(old: str, new: str) -> bool:
+    """Whether `old` is the grid's artifact folder of another place of the results folder: another path that
+    ends as `new` does (`mlartifacts/<grid>`). A location of another layout (an experiment created by hand or
+    by an older gridlab, its artifacts elsewhere) is left as it is."""
+    return old != new and old.startswith("file:") and old.rsplit("/", 2)[-2:] == new.rsplit("/", 2)[-2:]
+
+
+def relocate(db: Path, experiment_id: str, old: str, new: str) -> None:
+    """Point the experiment and its runs at the artifact folder beside the store now, `new`, where they named
+    `old`: a store in the results folder that was copied or moved (to a bigger disk) keeps the absolute
+    location MLflow resolved when it created the experiment, and would go on writing to the old folder.
+    MLflow has no call that changes a location, so its tables are updated here (`experiments.artifact_location`,
+    `runs.artifact_uri`, unchanged in MLflow's schema since 1.x); the artifacts themselves moved with the folder."""
+    import sqlite3
+
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?", (new, int(experiment_id))
+        )
+        connection.execute(
+            "UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) WHERE experiment_id = ? "
+            "AND substr(artifact_uri, 1, ?) = ?",
+            (new, len(old) + 1, int(experiment_id), len(old), old),
+        )
+    connection.close()
 
 
 def _last_line(error: Exception) -> str:

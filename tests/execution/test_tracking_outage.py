@@ -118,7 +118,7 @@ def test_records_wait_while_the_server_is_down_and_are_sent_once_when_it_is_back
     tracker.end_launch(launch, 1, 0)
     assert time.monotonic() - started < 30  # one short failed attempt, then records only go to disk
     assert len(warnings) == 1 and uri in warnings[0] and "gridlab track" in warnings[0]
-    assert tracker.journal.backlog() == 8
+    assert tracker.backlog() == 8
 
     with mlflow_server(port, tmp_path / "server"):
         assert tracker.deliver() == 0

@@ -1,6 +1,7 @@
 """Results in object storage, against a real S3-compatible server on 127.0.0.1: the mirror's uploads and
-downloads, and a grid launched into s3:// whose driver is killed mid-analyses, relaunched from a machine
-with no local copy, and read back with pandas equal to a local run's rows."""
+downloads, and a grid launched into s3:// whose driver is killed mid-analyses (or mid-training), relaunched
+from a machine with no local copy, and read back with pandas equal to a local run's rows (and tracked in the
+second machine's own MLflow store)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import mlflow
 import pandas as pd
 import pytest
 from pyarrow import fs as pafs
@@ -117,11 +119,15 @@ def test_a_grid_in_s3_survives_a_driver_kill_and_a_lost_machine(object_store: Ob
 
 @pytest.mark.slow
 def test_training_in_s3_resumes_from_tunes_checkpoints_in_the_store(object_store: ObjectStore, tmp_path, shipped_sst):
+    """...and its tracking follows it to the second machine's own store (issue 47): every cell's run is made
+    there, complete and FINISHED, though the first machine's journal and store stayed behind."""
     settings = dict(
         grid={"dataset": ["sst"], "encoder": ["lstm"], "seed": [0, 1]},
         train={"epochs": 5, "batch_size": 32, "max_train": 1200},
         model={"embedding_dim": 32, "hidden_size": 32, "attention_size": 32},
-        analyses={},
+        analyses={"permutation": {"n": 5}},
+        instances=32,
+        shard_size=32,
     )
     env = {**os.environ, "GRIDLAB_DATA": str(shipped_sst), "RAY_AUTH_MODE": "disabled"}  # SST, read in workers
     (tmp_path / "local").mkdir()
@@ -163,3 +169,21 @@ def test_training_in_s3_resumes_from_tunes_checkpoints_in_the_store(object_store
     assert any(m["resumed_from_epoch"] > 0 for m in resumed.values()), output
     for cell, values in clean.items():  # resumed from the store's checkpoint, bit for bit the clean run
         assert resumed[cell]["test_loss"] == values["test_loss"], cell
+
+    second_store = tmp_path / "second-machine" / "s3" / object_store.bucket / "runs"
+    assert "logged to 2 MLflow runs" in output
+    client = mlflow.MlflowClient(f"sqlite:///{second_store / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("g")
+    assert experiment.artifact_location.startswith(second_store.as_uri())
+    cells = client.search_runs([experiment.experiment_id], "tags.`gridlab.kind` = 'cell'")
+    assert sorted(r.data.tags["cell_id"] for r in cells) == sorted(clean)
+    for run in cells:
+        assert run.info.status == "FINISHED" and run.info.artifact_uri.startswith(second_store.as_uri())
+        assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss")) == [1, 2, 3, 4, 5]
+        assert {"test_accuracy", "permutation.tvd_median_median"} <= run.data.metrics.keys()
+        assert run.data.params["encoder"] == "lstm"
+        assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"metrics.json", "history.json"}
+    launches = client.search_runs([experiment.experiment_id], "tags.`gridlab.kind` = 'launch'")
+    assert launches and {r.info.status for r in launches} == {"FINISHED"}
+    tracked = subprocess.run([sys.executable, "-m", "gridlab", "track", str(path)], env=env, capture_output=True)
+    assert tracked.returncode == 0 and b", 0 waiting" in tracked.stdout, tracked.stdout + tracked.stderr

@@ -37,7 +37,7 @@ def test_runs_as_the_ui_shows_them(tmp_path: Path):
     assert [(m.step, m.value) for m in client.get_metric_history(run, "train_loss")] == [(1, 0.5), (2, 0.4), (3, 1 / 3)]
     assert [m.step for m in client.get_metric_history(run, "dev_accuracy")] == [3]
     assert client.get_run(run).info.status == "FINISHED"
-    assert journal.backlog() == 0 and journal.sent() == 6  # launch, cell, 3 x metrics, finish
+    assert tracker.backlog() == 0 and journal.sent(tracker.store) == 6  # launch, cell, 3 x metrics, finish
 
     tracker.supersede("abc123")
     tracker.cell_run("abc123", {"encoder": "lstm"}, {"dataset": "sst"}, launch)
@@ -48,14 +48,18 @@ def test_runs_as_the_ui_shows_them(tmp_path: Path):
     assert [m.value for m in client.get_metric_history(run, "train_loss")] == [0.5, 0.4, 1 / 3]  # sent once each
 
 
-def test_a_record_naming_an_unknown_run_is_skipped_not_retried(tmp_path: Path):
+def test_a_record_naming_an_unknown_cell_is_skipped_not_retried(tmp_path: Path):
+    """A cell's run needs the cell's record (its params); a launch's run is made where it is missing (a launch
+    begun on another machine, whose start went to that machine's store, ends in this one)."""
     warnings: list[str] = []
     journal = TrackingJournal(tmp_path / "tracking")
     tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "g", journal, warn=warnings.append)
     tracker.log_epoch("never-opened", 1, {"train_loss": 0.5})
-    tracker.end_launch("no-such-launch", 1, 0)
-    assert tracker.deliver() == 0
-    assert len(warnings) == 2 and all("skipped" in w for w in warnings)
+    tracker.end_launch("begun-elsewhere", 1, 0)
+    assert tracker.deliver() == 0 and tracker.skipped() == 1
+    assert len(warnings) == 1 and "skipped" in warnings[0] and "never-opened" in warnings[0]
+    launch = tracker.client.search_runs([tracker.experiment_id], "tags.`gridlab.launch_key` = 'begun-elsewhere'")
+    assert [run.info.status for run in launch] == ["FINISHED"]
 
 
 def test_a_launch_begun_before_the_journal_resumes_with_it(tmp_path: Path):
@@ -85,7 +89,8 @@ def test_a_launch_begun_before_the_journal_resumes_with_it(tmp_path: Path):
     }
     progress = GridProgress.__new__(GridProgress)
     progress.__setstate__(state)
-    assert progress.launch_key == parent and progress.opened == {"abc123"}
+    # no cell counts as opened: each is recorded again, and finds its run by its tag in whichever store it meets
+    assert progress.launch_key == parent and progress.opened == set()
     assert progress.tracker.journal.folder == tmp_path / "runs" / "g" / "tracking"
     progress.tracker.end_launch(progress.launch_key, 1, 0)
     assert progress.tracker.deliver() == 0
