@@ -59,6 +59,17 @@ class TrainConfig(Strict):
         1.0, gt=0, description="the attention parameters' learning rate is lr times this (Meister et al.: 1 or 10)"
     )
     amsgrad: bool = True
+    optimizer: Literal["adam", "adamw"] = Field(
+        "adam", description="Adam (L2 weight decay added to the gradient, J&W) or AdamW (decoupled weight decay)"
+    )
+    warmup: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="null: a constant learning rate; a fraction f: the rate rises linearly from 0 over the first "
+        "f of all optimiser steps (epochs x batches), then falls linearly to 0 at the last (the schedule BERT "
+        "fine-tuning uses)",
+    )
     clip_norm: float | None = Field(5.0, gt=0, description="gradient-norm clipping; null disables it")
     patience: int = Field(5, ge=1, description="epochs without dev improvement before stopping")
     max_train: int | None = Field(None, ge=1, description="train on N instances of the training split (`subset`)")

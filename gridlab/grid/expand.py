@@ -55,6 +55,8 @@ ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
     ("model", "average_activation"): "relu",
     ("model", "pair_output"): "context_and_query",
     ("model", "word_attention_mode"): "learned",
+    ("train", "optimizer"): "adam",
+    ("train", "warmup"): None,
     # max_train took the first rows before it took a sample: a `head` cell is what such an id trained
     ("train", "subset"): "head",
 }
