@@ -123,3 +123,12 @@ def test_every_ranking_scores_words_and_never_the_markers(data, tiny_bert: Path)
         assert (scores.values[name] > 0)[mask].all() and (scores.values[name] <= 1 + 1e-6).all()
     assert (scores.values["attention_rollout"].sum(-1) <= 1 + 1e-6).all()  # shares of one unit, markers' excluded
     assert scores.ig_gap is not None and (scores.ig_gap < 0.05).all()  # completeness over whole words
+
+
+def test_the_cls_query_is_no_pair_task_for_the_adversarial_budget(data, tiny_bert: Path):
+    from gridlab.analyses import adversarial
+    from gridlab.catalog.analyses import AdversarialParams
+
+    shared = forward_once(model_of(data, tiny_bert), batch_of(data))
+    assert shared.encoded.query is not None  # the [CLS] state queries the words ...
+    assert adversarial.epsilon(AdversarialParams(), shared) == adversarial.EPS_CLASSIFICATION  # ... of one text
