@@ -52,7 +52,8 @@ def load_bert(folder: Path) -> tuple[Any, Any]:
     from transformers import AutoConfig, AutoModel, AutoTokenizer  # the only importer of transformers
     from transformers.utils import logging
 
-    logging.disable_progress_bar()  # no bar per model load in a trial's log
+    logging.disable_progress_bar()  # no bar per model load in a trial's log, and no report of the unused
+    logging.set_verbosity_error()  # pooler weights (a sentence-transformers folder ships BERT's pooler)
 
     config = AutoConfig.from_pretrained(folder, local_files_only=True)
     if config.model_type != "bert":
