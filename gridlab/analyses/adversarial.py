@@ -131,10 +131,11 @@ FROM_PARAMS = _FromParams.FROM_PARAMS  # default of `convergence`: the rule the 
 
 
 def epsilon(params: AdversarialParams, shared: SharedPass) -> float:
-    """The TVD budget: `params.eps`, else J&W's 0.05 for pair tasks (a query) and 0.01 for classification."""
+    """The TVD budget: `params.eps`, else J&W's 0.05 for pair tasks (a query in the batch) and 0.01 for
+    classification (a pretrained encoder's [CLS] query is the sentence's own, not a pair task's)."""
     if params.eps is not None:
         return params.eps
-    return EPS_PAIR if shared.encoded.query is not None else EPS_CLASSIFICATION
+    return EPS_PAIR if shared.batch.query_ids is not None else EPS_CLASSIFICATION
 
 
 def initial_logits(cell_id: str, instance_id: int, k: int, length: int, init_scale: float) -> torch.Tensor:

@@ -106,12 +106,13 @@ TRANSFORMER_RANKINGS: frozenset[Ranking] = frozenset({"attention_rollout", "atte
 ERASURE_RANKINGS: tuple[Ranking, ...] = ("attention", "random", "gradient", "grad_x_attention")  # S&S's four
 
 
-RANKING_NEEDS = {name: "encoder transformer" for name in TRANSFORMER_RANKINGS}  # for `gridlab plan`
+SELF_ATTENTION_ENCODERS = ("transformer", "pretrained")
+RANKING_NEEDS = {name: "encoder transformer or pretrained" for name in TRANSFORMER_RANKINGS}  # for `gridlab plan`
 
 
 def ranking_applies(ranking: str, cell: dict) -> bool:
     """Whether a ranking can be computed for a cell (its config as a plain dict)."""
-    return ranking not in TRANSFORMER_RANKINGS or cell["encoder"] == "transformer"
+    return ranking not in TRANSFORMER_RANKINGS or cell["encoder"] in SELF_ATTENTION_ENCODERS
 
 
 class RankedParams(Params):
@@ -285,8 +286,8 @@ ANALYSES: dict[str, AnalysisInfo] = {
             "entropy and tau of normalised importance (Meister §3-4)",
             SparsityParams,
             "instance",
-            _classification,
-            "a classifier",
+            lambda cell: _classification(cell) and cell["encoder"] != "pretrained",
+            "a classifier whose attention has one score per item (not encoder pretrained)",
         ),
         AnalysisInfo(
             "adversarial_model",

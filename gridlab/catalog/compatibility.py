@@ -9,6 +9,7 @@ from pathlib import Path
 from gridlab.catalog.analyses import Params, SparsityParams
 from gridlab.config.schema import CellConfig
 from gridlab.data.catalog import DATASETS
+from gridlab.data.pretrained import PRETRAINED_MODELS, PretrainedError, pretrained_folder
 from gridlab.data.vectors import VECTOR_SETS
 
 ARCHITECTURES_FOR_TASK = {"single": ("flat", "han"), "pair": ("pair",), "translation": ("seq2seq",)}
@@ -56,6 +57,40 @@ def incompatibilities(config: CellConfig) -> list[tuple[str, str]]:
             )
         )
     problems += _embedding_problems(model.embeddings, model.embedding_dim)
+    problems += _pretrained_problems(config)
+    return problems
+
+
+def _pretrained_problems(config: CellConfig) -> list[tuple[str, str]]:
+    """The pretrained encoder reads single sequences, its attention is its last layer's [CLS] attention (scaled
+    dot product, softmax per head) and its embeddings are its own; `model.pretrained` must name it."""
+    model = config.model
+    if config.encoder != "pretrained":
+        return []
+    fixed = [
+        ("grid.architecture", config.architecture, "flat", "single sequences"),
+        ("grid.attention", config.attention, "dot", "its last layer's [CLS] attention"),
+        ("grid.projection", config.projection, "softmax", "softmax per head"),
+    ]
+    problems = [
+        (where, f"'{value}' cannot go with encoder pretrained ({why}; expected {expected})")
+        for where, value, expected, why in fixed
+        if value != expected
+    ]
+    if model.embeddings is not None:
+        problems.append(("model.embeddings", f"'{model.embeddings}' cannot go with encoder pretrained (expected null)"))
+    if model.pretrained is None:
+        problems.append(
+            (
+                "model.pretrained",
+                f"missing for encoder pretrained (expected one of {', '.join(PRETRAINED_MODELS)} or a folder)",
+            )
+        )
+    else:
+        try:
+            pretrained_folder(model.pretrained)
+        except PretrainedError as missing:
+            problems.append(("model.pretrained", str(missing)))
     return problems
 
 
@@ -100,7 +135,9 @@ def analysis_incompatibilities(config: CellConfig, analyses: dict[str, Params]) 
     if layer is None:
         return []
     layers = config.model.transformer_layers
-    if config.encoder != "transformer" or config.architecture != "flat":
+    if config.encoder == "pretrained":
+        reason = "a pretrained encoder's hidden states are read only at its last layer"
+    elif config.encoder != "transformer" or config.architecture != "flat":
         reason = f"the {config.architecture} {config.encoder} cells have no self-attention layers"
     elif layer >= layers:
         reason = f"a {layers}-layer Transformer has no layer {layer}"

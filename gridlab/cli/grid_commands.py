@@ -101,6 +101,13 @@ def validate(grid: GridArg) -> None:
         f"{counted(len(expanded.analyses), 'analysis', 'analyses')}"
         + (f" ({', '.join(expanded.analyses)})" if expanded.analyses else "")
     )
+    for analysis in expanded.analyses:  # one line per analysis some cells cannot run
+        skipped = sum(analysis not in applicable(expanded, cell) for cell in expanded.cells)
+        if skipped:
+            echo(
+                f"{analysis}: does not apply to {skipped} of {counted(len(expanded.cells), 'cell')} "
+                f"(needs {ANALYSES[analysis].needs})"
+            )
 
 
 @user_errors

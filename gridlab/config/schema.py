@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     DatasetId = str  # the Literal below is built from the catalog at run time, which mypy cannot evaluate
 else:
     DatasetId = Literal[tuple(DATASETS)]
-Encoder = Literal["lstm", "gru", "cnn", "average", "noenc", "transformer"]
+Encoder = Literal["lstm", "gru", "cnn", "average", "noenc", "transformer", "pretrained"]
 Attention = Literal["additive", "dot"]
 Projection = Literal["softmax", "sparsemax", "entmax15", "sparsegen"]
 Architecture = Literal["flat", "han", "pair", "seq2seq"]
@@ -59,6 +59,17 @@ class TrainConfig(Strict):
         1.0, gt=0, description="the attention parameters' learning rate is lr times this (Meister et al.: 1 or 10)"
     )
     amsgrad: bool = True
+    optimizer: Literal["adam", "adamw"] = Field(
+        "adam", description="Adam (L2 weight decay added to the gradient, J&W) or AdamW (decoupled weight decay)"
+    )
+    warmup: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="null: a constant learning rate; a fraction f: the rate rises linearly from 0 over the first "
+        "f of all optimiser steps (epochs x batches), then falls linearly to 0 at the last (the schedule BERT "
+        "fine-tuning uses)",
+    )
     clip_norm: float | None = Field(5.0, gt=0, description="gradient-norm clipping; null disables it")
     patience: int = Field(5, ge=1, description="epochs without dev improvement before stopping")
     max_train: int | None = Field(None, ge=1, description="train on N instances of the training split (`subset`)")
@@ -115,6 +126,14 @@ class ModelConfig(Strict):
     dropout: float = Field(0.0, ge=0, lt=1)
     transformer_layers: int = Field(2, ge=1, description="Meister et al.: 2")
     transformer_heads: int = Field(1, ge=1, description="Meister et al.: 1")
+    pretrained: str | None = Field(
+        None,
+        description="encoder pretrained: a named model (all-minilm-l6-v2) or a local Hugging Face folder "
+        "(docs/models.md#pretrained-encoder)",
+    )
+    max_pieces: int = Field(
+        128, ge=3, description="encoder pretrained: word pieces per sequence, [CLS] and [SEP] included"
+    )
     word_attention_mode: Literal["learned", "as_cell"] = Field(
         "learned",
         description="HAN: the word-level attention's mode; as_cell applies the cell's attention_mode at both "

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from gridlab.catalog.analyses import ANALYSES, Params
 from gridlab.catalog.compatibility import analysis_incompatibilities, incompatibilities
-from gridlab.config.schema import CellConfig, GridFile, Resources
+from gridlab.config.schema import CellConfig, GridFile, ModelConfig, Resources
 from gridlab.config.user import read_settings, settings_path
 from gridlab.data.catalog import DATASETS
 from gridlab.data.embedded import EMBEDDED_DATA
@@ -55,6 +55,10 @@ ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
     ("model", "average_activation"): "relu",
     ("model", "pair_output"): "context_and_query",
     ("model", "word_attention_mode"): "learned",
+    ("model", "pretrained"): None,
+    ("model", "max_pieces"): 128,
+    ("train", "optimizer"): "adam",
+    ("train", "warmup"): None,
     # max_train took the first rows before it took a sample: a `head` cell is what such an id trained
     ("train", "subset"): "head",
 }
@@ -368,6 +372,7 @@ def _normalise(config: CellConfig) -> CellConfig:
             "word2vec_extra": tuple(sorted(set(model.word2vec_extra))) if model.embeddings == "word2vec" else (),
         }
     )
+    model = _blank_pretrained(config.encoder, model)
     selection = None if spec.task == "translation" else (train.selection_metric or "accuracy")
     return config.model_copy(
         update={
@@ -377,6 +382,20 @@ def _normalise(config: CellConfig) -> CellConfig:
             "train": train.model_copy(update={"selection_metric": selection}),
         }
     )
+
+
+# The sizes a pretrained encoder takes from its own config: they are blanked to their defaults in its cells
+PRETRAINED_FIXED = ("embedding_dim", "hidden_size", "attention_size", "transformer_layers", "transformer_heads")
+
+
+def _blank_pretrained(encoder: str, model: ModelConfig) -> ModelConfig:
+    """A pretrained encoder's cell keeps `model.pretrained` and `max_pieces` and blanks the sizes its model
+    fixes; every other cell blanks the two, so a grid that names the model once gives its lstm cells the
+    ids they had."""
+    defaults = ModelConfig()
+    if encoder == "pretrained":
+        return model.model_copy(update={name: getattr(defaults, name) for name in PRETRAINED_FIXED})
+    return model.model_copy(update={"pretrained": None, "max_pieces": defaults.max_pieces})
 
 
 def _describe(combo: dict[str, Any]) -> str:

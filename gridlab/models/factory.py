@@ -13,6 +13,7 @@ from torch import nn
 from gridlab.catalog.compatibility import incompatibilities
 from gridlab.config.schema import CellConfig
 from gridlab.data.prepare import PreparedDataset
+from gridlab.data.pretrained import pretrained_folder
 from gridlab.data.vocab import PAD_ID
 from gridlab.models.attention import AttentionSpec
 from gridlab.models.classifier import (
@@ -23,6 +24,7 @@ from gridlab.models.classifier import (
     Sizes,
 )
 from gridlab.models.encoders import build_encoder
+from gridlab.models.pretrained import PretrainedClassifier, pretrained_classifier
 from gridlab.models.seq2seq import Seq2Seq
 
 
@@ -40,6 +42,8 @@ def build_model(
     if problems:
         raise ValueError("; ".join(f"{where}: {what}" for where, what in problems))
     torch.manual_seed(config.seed)
+    if config.encoder == "pretrained":  # its weights are the pretrained model's; only the output layer is drawn
+        return _pretrained(config, data)
     model = _architecture(config, data)
     m = config.model
     with torch.no_grad():
@@ -52,6 +56,15 @@ def build_model(
             if isinstance(model, PairClassifier) and model.query_embedding is not None:
                 model.query_embedding.weight.copy_(embeddings)  # J&W: both encoders start from the vectors
     return model
+
+
+def _pretrained(config: CellConfig, data: PreparedDataset) -> PretrainedClassifier:
+    m = config.model
+    if m.pretrained is None:  # `incompatibilities` reports it; this keeps mypy's None check
+        raise ValueError("encoder pretrained needs model.pretrained")
+    folder = pretrained_folder(m.pretrained)
+    classes = len(data.label_names)
+    return pretrained_classifier(folder, data.vocab, classes, attention_spec(config), m.dropout, m.max_pieces)
 
 
 def _architecture(config: CellConfig, data: PreparedDataset) -> AttentionClassifier | Seq2Seq:

@@ -3,7 +3,8 @@
     >>> result = fit(model, data, config, device=torch.device("cpu"))
     >>> result.best_epoch, result.history[-1].dev["accuracy"]
 
-Adam (AMSGrad by default) with weight decay on every parameter except attention's (J&W), gradient-norm
+Adam (AMSGrad by default; AdamW with `train.optimizer: adamw`) with weight decay on every parameter except
+attention's (J&W), a constant learning rate or BERT's linear warm-up and decay (`train.warmup`), gradient-norm
 clipping, early stopping with `patience` on the dev selection metric (`train.selection_metric`: accuracy
 by default or ROC AUC, as J&W selected their binary classifiers; BLEU of greedy translations for the
 translation model), the best epoch's weights kept. Training batches are shuffled, or of similar lengths
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -106,7 +108,34 @@ def make_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimize
             "lr": train.lr * train.attention_lr_scale,
         },
     ]
-    return torch.optim.Adam(groups, lr=train.lr, amsgrad=train.amsgrad)
+    optimizer = torch.optim.AdamW if train.optimizer == "adamw" else torch.optim.Adam
+    return optimizer(groups, lr=train.lr, amsgrad=train.amsgrad)
+
+
+def epoch_batches(table: pa.Table, train: TrainConfig) -> int:
+    """Optimiser steps per epoch: one per batch of the training rows the cell uses."""
+    chosen = training_rows(table.num_rows, train.max_train, train.subset)
+    rows = table.num_rows if chosen is None else len(chosen)
+    return -(-rows // train.batch_size)
+
+
+def make_schedule(
+    optimizer: torch.optim.Optimizer, train: TrainConfig, steps_per_epoch: int
+) -> torch.optim.lr_scheduler.LambdaLR | None:
+    """None for a constant rate; with `train.warmup` = f, every group's rate is scaled by s / w over the first
+    w = ceil(f x total) steps, then by (total - s) / (total - w) down to 0 at the last step (BERT's schedule:
+    the new output layer's first large gradients never reach the pretrained weights at the full rate)."""
+    if train.warmup is None:
+        return None
+    total = max(1, train.epochs * steps_per_epoch)
+    warm = math.ceil(train.warmup * total)
+
+    def scale(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        return max(0.0, (total - step) / max(1, total - warm))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, scale)
 
 
 M = TypeVar("M", bound=nn.Module)
@@ -121,6 +150,7 @@ def train_epoch(
     epoch_seed: int,
     loss_of: Callable[[M, Batch], torch.Tensor] = batch_loss,
     what: str = "training",
+    schedule: torch.optim.lr_scheduler.LambdaLR | None = None,
 ) -> float:
     """One pass in shuffled (or length-bucketed, `train.batching`) batches drawn from `epoch_seed`,
     minimising `loss_of(model, batch)` (the task loss; the analyses that train models pass their own
@@ -148,6 +178,8 @@ def train_epoch(
         if train.clip_norm is not None:
             nn.utils.clip_grad_norm_(model.parameters(), train.clip_norm)
         optimizer.step()
+        if schedule is not None:
+            schedule.step()
         losses.append(loss.item())
     return float(np.mean(losses)) if losses else float("nan")
 
@@ -187,6 +219,7 @@ class Trainer:
         self.config = config
         self.device = device
         self.optimizer = make_optimizer(model, config.train)
+        self.schedule = make_schedule(self.optimizer, config.train, epoch_batches(data.splits["train"], config.train))
         self.metric = selection_metric(model, config.train)
         _check_selection(self.metric, data)
         self.epoch = 0
@@ -209,6 +242,7 @@ class Trainer:
                 self.optimizer,
                 self.device,
                 epoch_seed=self.config.seed * 1000 + self.epoch,
+                schedule=self.schedule,
             )
         except NonFiniteLoss as failure:
             raise NonFiniteLoss(f"epoch {self.epoch}: {failure}") from None
@@ -234,11 +268,14 @@ class Trainer:
             "best_epoch": self.result.best_epoch,
             "history": [dataclasses.asdict(r) for r in self.result.history],
             "rng": torch.get_rng_state(),  # dropout and random attention continue the same stream
+            **({} if self.schedule is None else {"schedule": self.schedule.state_dict()}),
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        if self.schedule is not None:
+            self.schedule.load_state_dict(state["schedule"])
         self.epoch, self.best, self.waited = state["epoch"], state["best"], state["waited"]
         torch.set_rng_state(state["rng"])
         history = [EpochRecord(**r) for r in state["history"]]

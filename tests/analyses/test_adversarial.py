@@ -160,7 +160,8 @@ def test_run_matches_reference(picked, encoder, alignment, projection):
 
 
 def test_pair_model_uses_the_qa_eps_and_matches_reference(picked):
-    rows = dict(picked["rows"], label=[i % 3 for i in range(len(picked["rows"]["label"]))])
+    labels = [i % 3 for i in range(len(picked["rows"]["label"]))]
+    rows = dict(picked["rows"], label=labels, query_ids=picked["rows"]["ids"])  # a pair task's batch has a query
     model = ToyPair(len(picked["data"].vocab.itos)).eval()
     batch = collate(rows)
     columns, shared = analyse(model, batch, convergence=None)

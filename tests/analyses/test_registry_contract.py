@@ -33,6 +33,7 @@ from gridlab.execution.runner import ShardRunner
 from gridlab.models.factory import build_model
 from gridlab.results.parts import COMMON_SCHEMA, MODEL_COMMON_SCHEMA
 from gridlab.results.shards import Shard, plan_shards
+from tests.models.conftest import write_tiny_bert
 
 LN2 = math.log(2)
 INSTANCES = 30
@@ -64,20 +65,28 @@ def bounds(column: str) -> tuple[float, float] | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def trained_store(tmp_path_factory: pytest.TempPathFactory, publish_model) -> tuple[Path, Path, str, str]:
+def tiny_model(encoder: str, folder: Path) -> dict:
+    """The cell settings of a tiny model: a BiLSTM, or the pretrained encoder on a tiny random BERT."""
+    if encoder == "pretrained":
+        return {
+            "encoder": "pretrained",
+            "attention": "dot",
+            "model": ModelConfig(pretrained=str(write_tiny_bert(folder))),
+        }
+    return {"encoder": encoder, "model": ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8)}
+
+
+@pytest.fixture(scope="module", params=["lstm", "pretrained"])
+def trained_store(
+    tmp_path_factory: pytest.TempPathFactory, publish_model, request: pytest.FixtureRequest
+) -> tuple[Path, Path, str, str]:
     """A grid-results folder holding one 'trained' tiny model (random weights, sharpened so decisions flip)."""
     root = tmp_path_factory.mktemp("grid")
     cache = tmp_path_factory.mktemp("cache")
     data_config = DataConfig(
         synthetic=SyntheticConfig(n_train=100, n_dev=20, n_test=INSTANCES, min_length=4, max_length=12)
     )
-    config = CellConfig(
-        dataset="synthetic",
-        encoder="lstm",
-        model=ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8),
-        data=data_config,
-    )
+    config = CellConfig(dataset="synthetic", data=data_config, **tiny_model(request.param, root / "bert"))
     config = config.model_copy(update={"data": config.data.resolve(DATASETS["synthetic"])})
     data = load_dataset("synthetic", root, cache, config.data)
     model = build_model(config, data).eval()

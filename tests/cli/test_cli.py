@@ -474,3 +474,16 @@ def test_a_closed_pipe_ends_a_command_quietly(tmp_path: Path):
         assert len(shown.stdout.splitlines()) == keep
         firsts.append(shown.stdout.splitlines()[0])
     assert json.loads(firsts[0])["state"] == "pending" and firsts[1].startswith("many: 1000 cells")
+
+
+def test_validate_says_in_one_line_which_analyses_some_cells_cannot_run(in_tmp: Path):
+    grid = in_tmp / "g.yaml"
+    analyses = {"layer_permutation": {}, "permutation": {"n": 10}}
+    encoders = ["average", "transformer"]
+    grid.write_text(
+        yaml.safe_dump({"name": "g", "grid": {"dataset": ["sst"], "encoder": encoders}, "analyses": analyses})
+    )
+    result = run("validate", str(grid))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[1:] == ["layer_permutation: does not apply to 1 of 2 cells (needs encoder transformer)"]

@@ -74,6 +74,18 @@ def build(datasets, arch, enc, align, proj, lam, mode="learned", seed=0):
 @pytest.mark.parametrize(("arch", "enc", "align", "proj", "lam"), CASES)
 def test_contract(datasets, arch, enc, align, proj, lam):
     model, data = build(datasets, arch, enc, align, proj, lam)
+    check_contract(model, data, arch)
+
+
+def test_contract_pretrained(datasets, tiny_bert):
+    """The pretrained encoder (a tiny random BERT) in the one combination the grid accepts for it."""
+    config = CellConfig(
+        dataset="synthetic", encoder="pretrained", attention="dot", model=ModelConfig(pretrained=str(tiny_bert))
+    )
+    check_contract(build_model(config, datasets["synthetic"]).eval(), datasets["synthetic"], "flat")
+
+
+def check_contract(model, data, arch: str) -> None:
     picked = rows(data)
     batch = batch_of(data, arch, picked)
 

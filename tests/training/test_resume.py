@@ -20,14 +20,18 @@ CPU = torch.device("cpu")
 EPOCHS = 4
 
 
-@pytest.fixture(scope="module")
-def setting(tmp_path_factory: pytest.TempPathFactory):
+SCHEDULES = {"adam": {}, "adamw-warmup": {"optimizer": "adamw", "warmup": 0.2, "amsgrad": False}}
+
+
+@pytest.fixture(scope="module", params=list(SCHEDULES))
+def setting(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
+    """The default optimiser, and AdamW with a warm-up whose schedule must resume mid-way too."""
     root = tmp_path_factory.mktemp("data")
     config = CellConfig(
         dataset="synthetic",
         encoder="lstm",
         model=ModelConfig(embedding_dim=12, hidden_size=12, attention_size=12, dropout=0.3),
-        train=TrainConfig(epochs=EPOCHS, batch_size=32, lr=0.01, patience=EPOCHS),
+        train=TrainConfig(epochs=EPOCHS, batch_size=32, lr=0.01, patience=EPOCHS, **SCHEDULES[request.param]),
         data=DataConfig(synthetic=SyntheticConfig(n_train=400, n_dev=60, n_test=60, min_length=4, max_length=12)),
     )
     config = config.model_copy(update={"data": config.data.resolve(DATASETS["synthetic"])})

@@ -35,7 +35,9 @@ def integrated_gradients(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(scores (B, T) aligned with `shared.encoded.mask`, 0 outside it; gap (B,) float64)."""
     embedded = model.embed(batch).detach()  # (B, T, d), or (B, S, W, d) for HAN
-    baseline = embedded * ~_item_slots(batch)[..., None]  # items zeroed, markers and padding kept
+    items = _item_slots(batch)  # (B, T), or (B, S, W)
+    baseline = embedded * ~items.reshape(*items.shape, *[1] * (embedded.dim() - items.dim()))  # items zeroed, markers
+    # and padding kept; a pretrained encoder's (B, T, K, d) zeroes every piece of an item word
     drawn = shared.alpha.detach() if model.attention.mode == "random" else None  # see the module's docstring
     slots = embedded[0, ..., 0].numel()  # T, or S * W
     rows_per_call = max(1, tokens_per_call(embedded.device) // max(slots, 1))

@@ -37,14 +37,18 @@ from scipy.sparse.csgraph import maximum_flow
 
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.encoders import Transformer
+from gridlab.models.pretrained import PretrainedEncoder
 
 FLOW_SCALE = 1 << 24
 
 
 def transformer_maps(model: AttentionClassifier, norms: bool = False) -> list[torch.Tensor] | None:
     """The self-attention maps [(B, H, T, T)] of the last `encode` (with `norms`, their norm-based form) when
-    the encoder under the final attention layer is a Transformer, else None (these rankings do not apply)."""
+    the encoder under the final attention layer is a Transformer, else None (these rankings do not apply). A
+    pretrained encoder's maps are its layers 1..L-1 pooled to words (its last layer is the final attention)."""
     encoder = getattr(model, "encoder", None)  # a plug-in model may have none
+    if isinstance(encoder, PretrainedEncoder):
+        return encoder.norm_maps() if norms else encoder.attention_maps
     if not isinstance(encoder, Transformer):
         return None
     return encoder.encoder.norm_maps() if norms else encoder.encoder.attention_maps
