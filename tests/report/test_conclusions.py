@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from gridlab.analyses.ranking_agreement import SCHEMA as AGREEMENT_SCHEMA
 from gridlab.cli import app
-from gridlab.report.claims import CLAIM_LIST, CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, VERDICTS
+from gridlab.report.claims import CLAIM_LIST, CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, VERDICTS, tau_column
 from gridlab.report.conclusions import (
     COLUMNS,
     OVERALL,
@@ -401,6 +402,146 @@ def test_sparsity_needs_a_softmax_cell(fake_inputs):
     assert verdicts(inputs, "meister.sparsity") == ([], NOT_RUN)
 
 
+# ---- Abnar & Zuidema, Neely et al. -----------------------------------------------------------------------------
+
+
+def agreement_rows(taus: dict[int, dict[tuple[str, str], float]], **overrides) -> pd.DataFrame:
+    """`ranking_agreement` rows of one configuration: seed -> {(R, S): tau of every instance}, three instances
+    each; every other pair null, as the analysis writes a pair it did not compute."""
+    records = []
+    for seed, pairs in taus.items():
+        columns: dict[str, list] = {name: [None] * 3 for name in AGREEMENT_SCHEMA.names}
+        for (first, second), tau in pairs.items():
+            name = tau_column(first, second)
+            assert name in AGREEMENT_SCHEMA.names, name
+            columns[name] = [tau] * 3
+            columns[name.replace("tau__", "overlap__")] = [0.5] * 3
+        records += per_instance(axes(seed, **overrides), columns)
+    return frame(records)
+
+
+def flows(attention: float, rollout: float, flow: float | None, shift: float = 0.01) -> dict[int, dict]:
+    """Two seeds of a Transformer: attention's, rollout's and flow's tau with leave_one_out and with gradient
+    (seed 1 each `shift` higher)."""
+    methods = {"attention": attention, "attention_rollout": rollout, "attention_flow": flow}
+    return {
+        seed: {
+            (method, reference): tau + seed * shift
+            for method, tau in methods.items()
+            if tau is not None
+            for reference in ("leave_one_out", "gradient")
+        }
+        | {("gradient", "leave_one_out"): 0.3}
+        for seed in (0, 1)
+    }
+
+
+TRANSFORMER = {"encoder": "transformer", "attention": "dot"}
+
+
+@pytest.mark.parametrize(
+    ("attention", "rollout", "flow", "expected"),
+    [
+        (0.10, 0.30, 0.25, HOLDS),  # both above raw attention against both references
+        (0.10, 0.30, 0.05, PARTLY),  # rollout above, flow below
+        (0.30, 0.10, 0.05, REVERSED),  # raw attention above both
+        (0.10, 0.30, None, HOLDS),  # no flow rows: rollout alone decides
+    ],
+)
+def test_rollout_and_flow_against_raw_attention(fake_inputs, attention, rollout, flow, expected):
+    rows = agreement_rows(flows(attention, rollout, flow), **TRANSFORMER)
+    inputs = fake_inputs({"ranking_agreement": rows})
+    assert verdicts(inputs, "abnar.rollout_flow") == ([expected], expected)
+    finding = CLAIMS["abnar.rollout_flow"].decide(inputs)[0]
+    assert finding.value == pytest.approx(min(rollout, flow if flow is not None else rollout) - attention)
+    assert finding.detail.endswith("; flow not run") == (flow is None)
+
+
+def test_rollout_whose_seeds_straddle_raw_attention_is_partly(fake_inputs):
+    taus = flows(0.2, 0.0, 0.4, shift=0.0)
+    for pair in (("attention_rollout", "leave_one_out"), ("attention_rollout", "gradient")):
+        taus[1][pair] = 0.4  # rollout - attention: -0.2 and +0.2 across the seeds
+    inputs = fake_inputs({"ranking_agreement": agreement_rows(taus, **TRANSFORMER)})
+    assert verdicts(inputs, "abnar.rollout_flow") == ([PARTLY], PARTLY)
+
+
+def test_rollout_flow_decides_the_pretrained_encoder_and_not_the_bilstm(fake_inputs):
+    rows = pd.concat(
+        [
+            agreement_rows(flows(0.1, 0.3, 0.25), encoder="pretrained", attention="dot"),
+            agreement_rows(flows(0.1, None, None), encoder="lstm"),  # rollout and flow do not apply
+        ],
+        ignore_index=True,
+    )
+    table = claims_frame({"demo": fake_inputs({"ranking_agreement": rows})})
+    decided = table[table["claim"] == "abnar.rollout_flow"]
+    assert decided["condition"].tolist() == ["dataset sst, encoder pretrained, attention dot, seeds 0,1", OVERALL]
+    assert decided["verdict"].tolist() == [HOLDS, HOLDS]
+
+
+def test_rollout_flow_without_a_reference_ranking_is_not_run(fake_inputs):
+    taus = {s: {p: t for p, t in pairs.items() if "gradient" not in p} for s, pairs in flows(0.1, 0.3, 0.25).items()}
+    inputs = fake_inputs({"ranking_agreement": agreement_rows(taus, **TRANSFORMER)})
+    assert verdicts(inputs, "abnar.rollout_flow") == ([], NOT_RUN)
+    line = next(line for line in undecided(claims_frame({"demo": inputs})) if line.startswith("abnar."))
+    assert "`ranking_agreement` rows of a learned-attention transformer or pretrained cell" in line
+
+
+SHARED_PAIRS = (("attention", "gradient"), ("attention", "leave_one_out"), ("gradient", "leave_one_out"))
+
+
+def disagreement(pretrained: dict[int, float], bilstm: dict[int, float], dataset: str = "sst") -> pd.DataFrame:
+    """Seed -> tau of every shared pair, for a pretrained cell on SST and a BiLSTM on `dataset`. Pairs with
+    random, and the pretrained cell's rollout pairs, get 0.9: the statistic must leave them out."""
+    ignored = {("attention", "random"): 0.9, ("random", "gradient"): 0.9, ("attention", "attention_rollout"): 0.9}
+    return pd.concat(
+        [
+            agreement_rows(
+                {s: dict.fromkeys(SHARED_PAIRS, t) | ignored for s, t in pretrained.items()},
+                encoder="pretrained",
+                attention="dot",
+            ),
+            agreement_rows(
+                {s: dict.fromkeys(SHARED_PAIRS, t) | {("attention", "random"): 0.9} for s, t in bilstm.items()},
+                dataset=dataset,
+            ),
+        ],
+        ignore_index=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("pretrained", "bilstm", "expected"),
+    [
+        ({0: 0.09, 1: 0.11}, {0: 0.49, 1: 0.51}, HOLDS),  # the transformer's rankings agree less
+        ({0: 0.49, 1: 0.51}, {0: 0.09, 1: 0.11}, REVERSED),
+        ({0: 0.10, 1: 0.50}, {0: 0.30, 1: 0.32}, PARTLY),  # the seeds' intervals overlap
+        ({0: 0.20}, {0: 0.30}, HOLDS),  # one seed each: the means decide
+    ],
+)
+def test_disagreement_compares_the_pretrained_encoder_with_the_bilstm(fake_inputs, pretrained, bilstm, expected):
+    inputs = fake_inputs({"ranking_agreement": disagreement(pretrained, bilstm)})
+    assert verdicts(inputs, "neely.disagreement") == ([expected], expected)
+    finding = CLAIMS["neely.disagreement"].decide(inputs)[0]
+    mean = lambda values: sum(values.values()) / len(values)  # noqa: E731
+    assert finding.value == pytest.approx(mean(pretrained) - mean(bilstm))  # random and rollout pairs left out
+    assert finding.detail.startswith("mean pairwise τ over 3 pairs of rankings")
+
+
+def test_disagreement_condition_names_each_encoder_s_attention(fake_inputs):
+    inputs = fake_inputs({"ranking_agreement": disagreement({0: 0.1, 1: 0.1}, {0: 0.5, 1: 0.5})})
+    table = claims_frame({"demo": inputs})
+    row = table[(table["claim"] == "neely.disagreement") & (table["condition"] != OVERALL)].iloc[0]
+    assert row["condition"] == "dataset sst, pretrained attention dot, lstm attention additive, seeds 0,1"
+
+
+def test_disagreement_needs_both_encoders_on_one_dataset(fake_inputs):
+    inputs = fake_inputs({"ranking_agreement": disagreement({0: 0.1, 1: 0.1}, {0: 0.5, 1: 0.5}, dataset="imdb")})
+    assert verdicts(inputs, "neely.disagreement") == ([], NOT_RUN)
+    line = next(line for line in undecided(claims_frame({"demo": inputs})) if line.startswith("neely."))
+    assert "a learned-attention pretrained cell and a learned-attention lstm cell on the same dataset" in line
+
+
 # ---- the table -------------------------------------------------------------------------------------------------
 
 
@@ -428,7 +569,7 @@ def test_an_empty_grid_lists_every_claim_not_run_with_what_would_decide_it(fake_
     assert (table["condition"] == OVERALL).all() and (table["verdict"] == NOT_RUN).all()
     assert table["value"].isna().all()  # nothing measured: no number
     lines = undecided(table)
-    assert len(lines) == len(CLAIM_LIST) == 14
+    assert len(lines) == len(CLAIM_LIST) == 16
     for claim, line in zip(CLAIM_LIST, lines):
         assert line == f"{claim.id}: not run — needs {claim.needs}"
         assert any(a in line for a in claim.analyses if a != "cells") or "trained cells" in line
@@ -453,7 +594,7 @@ def test_every_claim_declares_its_rule():
         "jw.weak_correlation", "jw.permutation", "jw.adversarial", "ss.single_erasure", "ss.erasure_order",
         "wp.uniform_baseline", "wp.seed_variance", "wp.diagnostic", "wp.consistent_adversary",
         "vashishth.single_sequence", "vashishth.pair", "vashishth.generation",
-        "meister.input_vs_intermediate", "meister.sparsity",
+        "meister.input_vs_intermediate", "meister.sparsity", "abnar.rollout_flow", "neely.disagreement",
     }  # fmt: skip
     assert set(CLAIMS) == expected
     for claim in CLAIM_LIST:
@@ -496,7 +637,7 @@ def test_the_report_shows_the_claims_first(synthetic_grid, tmp_path):
     assert decided["value"].iloc[0] == pytest.approx(0.2 - 0.6)
     markdown = (summary.out / "conclusions.md").read_text()
     assert "jw.permutation: not run — needs `permutation` rows of a learned-attention lstm cell" in markdown
-    assert summary.conclusions == "1 hold, 0 partly, 0 reversed, 13 not run"
+    assert summary.conclusions == "1 hold, 0 partly, 0 reversed, 15 not run"
 
 
 def test_conclusions_command_writes_the_rules_before_the_verdicts(synthetic_grid, tmp_path):
@@ -504,7 +645,7 @@ def test_conclusions_command_writes_the_rules_before_the_verdicts(synthetic_grid
     out = tmp_path / "docs" / "conclusions.md"
     result = CliRunner().invoke(app, ["conclusions", str(grid.path), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert f"conclusions: {out} (1 hold, 0 partly, 0 reversed, 13 not run)" in result.output
+    assert f"conclusions: {out} (1 hold, 0 partly, 0 reversed, 15 not run)" in result.output
     text = out.read_text()
     assert f"Generated by `gridlab conclusions {grid.path} --out {out}`" in text
     rules, verdicts_part = text.split("## Verdicts")
