@@ -39,13 +39,6 @@ class BadInput(GridlabError):
     exit_code = 2
 
 
-class UntrustedExperiment(GridlabError):
-    """A Tune experiment whose saved state gridlab cannot show it wrote (`execution.seal`): restoring it would
-    unpickle files that someone else may have written. Exit 2: the user decides, with an explicit option."""
-
-    exit_code = 2
-
-
 class Interrupted(GridlabError):
     """The user stopped a command (Ctrl-C); what was finished is kept and a relaunch resumes."""
 

@@ -16,8 +16,6 @@ from pathlib import Path
 
 from gridlab.errors import DataError
 
-CONFIG_FILE = "config.json"
-
 
 class PretrainedError(DataError):
     """A pretrained model that cannot be used."""
@@ -72,16 +70,26 @@ def is_named_model(name: str) -> bool:
 
 def pretrained_folder(name: str) -> Path:
     """The Hugging Face folder of a named model or a path; `PretrainedError` with what to do when it is absent."""
+    config_file = _config_file()
     known = PRETRAINED_MODELS.get(name)
     if known is not None:
         folder = known.path()
-        if folder is None or not (folder / CONFIG_FILE).is_file():
+        if folder is None or not (folder / config_file).is_file():
             raise PretrainedError(f"pretrained model '{name}' is not installed (expected `{known.install}`)")
         return folder
     folder = Path(name).expanduser()
-    if not (folder / CONFIG_FILE).is_file():
+    if not (folder / config_file).is_file():
         raise PretrainedError(
-            f"no Hugging Face model folder at {name} (expected a folder with {CONFIG_FILE}, or one of "
+            f"no Hugging Face model folder at {name} (expected a folder with {config_file}, or one of "
             f"{', '.join(PRETRAINED_MODELS)})"
         )
     return folder
+
+
+def _config_file() -> str:
+    """The file that makes a folder a Hugging Face model, as transformers names it."""
+    try:
+        from transformers.utils import CONFIG_NAME
+    except ImportError:
+        raise PretrainedError("pretrained encoders need transformers: pip install 'gridlab[pretrained]'") from None
+    return CONFIG_NAME

@@ -12,8 +12,8 @@ with the analysis parts that grid computed as this one would (`adopt_parts`). Ea
 experiment under `results_dir/<grid>/tune/launch-NNN`; a marker file says whether it finished. A driver killed
 mid-grid leaves an unfinished experiment, which the next launch restores first (`Tuner.restore`, unfinished
 trials continue from their last epoch checkpoint) before it starts a new experiment for whatever is still
-untrained. An experiment is restored only if it carries this user's seal (`seal`): Tune's saved state is
-pickles, and restoring one that someone else wrote would run their code here; `trust_experiment` skips the check.
+untrained. Restoring unpickles Tune's saved state: whoever can write the results folder must be trusted
+(docs/security.md).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from gridlab.execution.codebase import Codebase
 from gridlab.execution.plan import mark_shard_order, plan_jobs, reusable_parts
 from gridlab.execution.progress import GridProgress, Status, cell_params, cell_tags
 from gridlab.execution.ray_session import ray_session
-from gridlab.execution.seal import SealState, check_sealed
 from gridlab.execution.trainable import cell_id_of, train_cell, trial_params
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
@@ -91,15 +90,13 @@ def launch(
     emit: Callable[[str], None],
     status: Status | None = None,
     only: list[str] | None = None,
-    trust_experiment: bool = False,
 ) -> LaunchReport:
     """Train what is untrained and run (or resume) the analyses of every trained cell (`only` those; none for
     an empty list), each model's as soon as it is trained. A forced cell's old rows (and its seed peers'
     seed_variance rows) are dropped first. Its start and end go to the grid's launch log (a study's wall
-    time, `gridlab fidelity`). An interrupted experiment without this user's seal is refused
-    (UntrustedExperiment) unless `trust_experiment`."""
+    time, `gridlab fidelity`)."""
     with exclusive(grid.workspace, "launch"), _timed(grid) as record:
-        report = _launch(grid, force, address, emit, status, only, trust_experiment)
+        report = _launch(grid, force, address, emit, status, only)
         record.update(trained=len(report.trained), failed=len(report.failed))
     return report
 
@@ -137,7 +134,6 @@ def _launch(
     emit: Callable[[str], None],
     status: Status | None,
     only: list[str] | None,
-    trust_experiment: bool = False,
 ) -> LaunchReport:
     pending = cells_to_train(grid, force)
     _drop_stale_rows(grid, force, emit)
@@ -147,7 +143,7 @@ def _launch(
     with ray_session(address if address is not None else grid.spec.ray.address):
         dispatcher = AnalysisDispatcher(grid, emit, status, only) if grid.analyses and only != [] else None
         try:
-            report = _train(grid, pending, force, emit, dispatcher, tracker, status, trust_experiment)
+            report = _train(grid, pending, force, emit, dispatcher, tracker, status)
             tracker.finish_published(_published(grid))
             if dispatcher is not None:
                 analyses = run_analyses(grid, emit, dispatcher=dispatcher)
@@ -252,7 +248,6 @@ def _train(
     dispatcher: AnalysisDispatcher | None,
     tracker: Tracker,
     status: Status | None = None,
-    trust_experiment: bool = False,
 ) -> LaunchReport:
     if not pending:
         emit(f"nothing to train: all {counted(len(grid.cells), 'cell')} of {grid.spec.name} are trained")
@@ -265,10 +260,8 @@ def _train(
     grid.results_dir.mkdir(parents=True, exist_ok=True)
     store = ModelStore(grid.workspace.models)
     for experiment in _unfinished(grid):
-        path, filesystem = _tune_storage(grid, experiment)
-        if not trust_experiment:
-            check_sealed(path, filesystem, str(_trial_storage(grid, experiment)))
         emit(f"resuming the interrupted launch {experiment.name}")
+        path, filesystem = _tune_storage(grid, experiment)
         signalled = _fit(
             tune.Tuner.restore(
                 path,
@@ -371,7 +364,7 @@ def _run(
             name=experiment.name,
             storage_path=storage_path,
             storage_filesystem=storage_filesystem,
-            callbacks=[progress, AnalyseWhenTrained(grid, dispatcher, trained_before), SealState()],
+            callbacks=[progress, AnalyseWhenTrained(grid, dispatcher, trained_before)],
             verbose=0,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             failure_config=tune.FailureConfig(max_failures=2),  # a lost worker resumes from its checkpoint

@@ -7,7 +7,6 @@ results_dir/                        Results: shared by every grid written there
         launches.jsonl              a line at the start and end of every launch (wall time)
         tune/launch-NNN/            one Ray Tune experiment per launch; <cell>/result.json per trial
             gridlab-launch.json     its cells, its launch key, finished or not
-            gridlab-seal.json       a keyed digest of Tune's saved state, checked before a restore
         models/<cell id>/           a trained (or failed) cell: the files of CellFiles
         analyses/<analysis>/cell=<cell id>/part-NNNNN.parquet    one part per shard
         analyses/shard-order.json   how shards cut the test instances (length order; parts without it: file order)
@@ -146,7 +145,6 @@ class GridWorkspace:
 CELL_PARTITION = "cell="  # hive-style partition folders, so readers get a `cell` column
 TUNE_EXPERIMENT = "launch-"  # tune/launch-NNN
 LAUNCH_MARKER = "gridlab-launch.json"  # in a Tune experiment: its cells, its MLflow parent run, finished or not
-TUNE_SEAL = "gridlab-seal.json"  # in a Tune experiment: the HMAC of each state file Tune reads back on restore
 
 
 def cell_of(partition: Path) -> str:

@@ -268,7 +268,7 @@ def test_a_cell_another_grid_trained_is_copied_not_trained_again(
     assert "1 of them trained by paper in this results folder: a launch copies them" in planned.output
     assert "copy from paper with 1 analysis part" in planned.output
     as_json = [
-        json.loads(line) for line in CliRunner().invoke(app, ["plan", str(ablation), "--json"]).output.splitlines()
+        json.loads(line) for line in CliRunner().invoke(app, ["plan", str(ablation), "--json"]).stdout.splitlines()
     ]
     assert {row["id"]: row["trained_by"] for row in as_json} == {
         c.id: "paper" if c.id == cell.id else None for c in cells(ablation)

@@ -151,6 +151,6 @@ def test_a_nan_metric_is_left_out(tmp_path: Path):
     tracker.cell_run("abc123", {"encoder": "lstm"}, {"dataset": "sst"}, launch)
     tracker.log_epoch("abc123", 0, {"erasure_multi.flipped_attention": 0.0, "erasure_multi.flipped_exact": math.nan})
     tracker.log_epoch("abc123", 0, {"erasure_multi.frac_exact_median": math.nan})  # nothing to record
-    assert tracker.deliver() == 0 and journal.sent() == 3  # launch, cell, one metrics record
+    assert tracker.deliver() == 0 and journal.sent(tracker.store) == 3  # launch, cell, one metrics record
     metrics = tracker.client.get_run(tracker.run_id("abc123")).data.metrics
     assert metrics == {"erasure_multi.flipped_attention": 0.0}
