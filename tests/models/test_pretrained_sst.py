@@ -23,7 +23,7 @@ TEST_ROWS = 400
 
 
 @pytest.mark.slow
-def test_fine_tuning_all_minilm_on_a_slice_of_sst(data_dir: Path, tmp_path: Path):
+def test_fine_tuning_all_minilm_on_a_slice_of_sst(shipped_sst: Path, tmp_path: Path):
     torch.set_num_threads(2)
     config = CellConfig(
         dataset="sst",
@@ -44,7 +44,7 @@ def test_fine_tuning_all_minilm_on_a_slice_of_sst(data_dir: Path, tmp_path: Path
         ),
     )
     config = config.model_copy(update={"data": config.data.resolve(DATASETS["sst"])})
-    data = load_dataset("sst", data_dir, tmp_path, config.data)
+    data = load_dataset("sst", shipped_sst, tmp_path, config.data)  # the whole release: 1,000 of its sentences
     test = data.splits["test"].slice(0, TEST_ROWS)
     model = build_model(config, data)
     untrained = evaluate(model, test, CPU)["accuracy"]
