@@ -377,7 +377,7 @@ def _normalise(config: CellConfig) -> CellConfig:
     return config.model_copy(
         update={
             "projection_lambda": lam,
-            "data": config.data.resolve(spec),
+            "data": spec.resolve(config.data),
             "model": model,
             "train": train.model_copy(update={"selection_metric": selection}),
         }
