@@ -36,7 +36,7 @@ from gridlab.grid.expand import ExpandedGrid, expand
 from gridlab.grid.load import load_grid_file
 from gridlab.results.parts import AXES
 from gridlab.store.layout import CellFiles, GridWorkspace, Results, cell_of, is_part
-from gridlab.store.models import state_of
+from gridlab.store.models import ModelStore, state_of
 from gridlab.store.remote import Mirror, is_remote
 from gridlab.tracking.runs import cell_runs, sqlite_path
 
@@ -100,7 +100,10 @@ class GridResults:
         with self._reading():
             found = ds.dataset(parts, format="parquet", filesystem=self.filesystem)
             schemas = [fragment.physical_schema for fragment in found.get_fragments()]
+        try:
             schema = pa.unify_schemas(schemas, promote_options="permissive").remove_metadata()
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+            raise GridlabError(f"{self.location}: the parts of {analysis!r} disagree on a column: {error}") from None
         return ds.dataset(parts, schema=schema, format="parquet", filesystem=self.filesystem)
 
     def rows(self, analysis: str) -> pd.DataFrame:
@@ -181,7 +184,7 @@ class GridResults:
         return [i for i in infos if i.type == pafs.FileType.File or not recursive]
 
     def _model_file(self, cell_id: str, name: str) -> str:
-        return (self.workspace.models / cell_id / name).as_posix()
+        return (ModelStore(self.workspace.models).cell(cell_id).path / name).as_posix()
 
     def _read_json(self, path: str) -> dict[str, Any]:
         with self._reading(), self.filesystem.open_input_stream(path) as stream:

@@ -59,6 +59,19 @@ def test_rows_unite_the_parts_schemas_by_name_for_the_current_cells_only(tmp_pat
     assert pd.read_parquet(grid.expanded.workspace.analysis("permutation"))["cell"].dtype == "category"  # the trap
 
 
+def test_a_column_whose_type_widened_is_promoted_and_a_conflict_is_one_line(tmp_path: Path):
+    grid = SyntheticGrid(tmp_path, SPEC)
+    lstm, average = grid.expanded.cells
+    grid.write_rows("permutation", lstm, [{"instance_id": 0, "flipped": 1}])  # int64
+    grid.write_rows("permutation", average, [{"instance_id": 0, "flipped": 0.5}])  # double
+    grid.write_rows("erasure_single", lstm, [{"instance_id": 0, "frac": 0.5}])
+    grid.write_rows("erasure_single", average, [{"instance_id": 0, "frac": "half"}])
+    results = gridlab.open(grid.path)
+    assert sorted(results.rows("permutation")["flipped"]) == [0.5, 1.0]
+    with pytest.raises(GridlabError, match=r"the parts of 'erasure_single' disagree on a column: "):
+        results.rows("erasure_single")
+
+
 def test_cells_and_summary_are_the_grids(tmp_path: Path):
     grid = written(tmp_path)
     results = gridlab.open(grid.path)
