@@ -42,7 +42,7 @@ def jw_config(dataset: str) -> CellConfig:
         model=ModelConfig(embedding_dim=300, hidden_size=128, attention_size=128),
         train=TrainConfig(batch_size=32, lr=1e-3, amsgrad=True, weight_decay=1e-5, clip_norm=None),
     )
-    return config.model_copy(update={"data": config.data.resolve(DATASETS[dataset])})
+    return config.model_copy(update={"data": DATASETS[dataset].resolve(config.data)})
 
 
 def main() -> None:

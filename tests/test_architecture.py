@@ -24,10 +24,13 @@ LAYERS: list[set[str]] = [
     {"analyses"},
     {"results", "tracking"},
     {"execution"},
-    {"report", "annotate"},
+    {"report", "annotate", "api"},
     {"cli", "__main__"},
 ]
 LAYER_OF = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+# The root package's one import from above: `gridlab.open`, which imports the API when called (and names its
+# type for checkers only), so `import gridlab` stays the version and an environment variable.
+ROOT_ENTRY = "api"
 
 
 def owner(path: Path) -> str:
@@ -53,7 +56,7 @@ def upward_imports() -> list[str]:
     for path in sorted(PACKAGE.rglob("*.py")):
         source = owner(path)
         for line, target in imported(ast.parse(path.read_text(encoding="utf-8"))):
-            if LAYER_OF[target] > LAYER_OF[source]:
+            if LAYER_OF[target] > LAYER_OF[source] and (source, target) != ("__init__", ROOT_ENTRY):
                 problems.append(f"{path.relative_to(PACKAGE)}:{line}: {source} imports {target} (a layer above)")
     return problems
 
@@ -99,3 +102,18 @@ def test_reports_and_annotation_read_rows_only():
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+def loaded_by(statement: str) -> str:
+    """The top-level packages of torch, ray, pandas and pyarrow that a fresh interpreter has after `statement`."""
+    probe = (
+        f"import sys; {statement}; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'ray', 'pandas', 'pyarrow'}))"
+    )
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_python_api_is_light():
+    """`import gridlab` is the version; the API it opens reads rows (pandas, pyarrow) and never loads torch or Ray."""
+    assert loaded_by("import gridlab") == "[]"
+    assert loaded_by("import gridlab.api") == "['pandas', 'pyarrow']"

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -27,9 +26,6 @@ from torch import nn
 from gridlab.data.batching import Batch
 from gridlab.models.classifier import AttentionClassifier, FlatClassifier, PairClassifier
 from gridlab.models.encoders import Recurrent, reversed_within
-
-if TYPE_CHECKING:
-    from gridlab.analyses.common import SharedPass
 
 
 def premise_recurrent(model: AttentionClassifier) -> nn.LSTM | nn.GRU | None:
@@ -203,15 +199,6 @@ class BiLstmPass:
     def input_shares(self, direction: int) -> torch.Tensor:
         """(Tw * B, 4H) W_ih e + b at each step of one direction, step-major."""
         return self.weights.table.index_select(0, self.rows[:, direction].reshape(-1))
-
-
-def shared_lstm(model: AttentionClassifier, shared: SharedPass) -> BiLstmPass:
-    """The shared pass's BiLSTM states: the scan's where `forward_once` ran it, else rebuilt once per pass."""
-    if shared.lstm is not None:
-        return shared.lstm
-    if "bilstm" not in shared.memo:
-        shared.memo["bilstm"] = BiLstmPass.rebuild(model, shared.batch, shared.encoded.h)
-    return shared.memo["bilstm"]
 
 
 def lstm_step(

@@ -78,6 +78,15 @@ def pass_from(model: AttentionClassifier, batch: Batch, encoded: Encoded, lstm: 
     return SharedPass(batch, encoded, alpha, logits, probs, probs.argmax(-1), lstm=lstm)
 
 
+def shared_lstm(model: AttentionClassifier, shared: SharedPass) -> BiLstmPass:
+    """The shared pass's BiLSTM states: the scan's where `forward_once` ran it, else rebuilt once per pass."""
+    if shared.lstm is not None:
+        return shared.lstm
+    if "bilstm" not in shared.memo:
+        shared.memo["bilstm"] = BiLstmPass.rebuild(model, shared.batch, shared.encoded.h)
+    return shared.memo["bilstm"]
+
+
 def self_attention(model: torch.nn.Module) -> TransformerEncoder:
     """The self-attention stack under a Transformer cell's final attention layer."""
     outer = getattr(model, "encoder", None)

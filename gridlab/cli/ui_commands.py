@@ -24,7 +24,7 @@ from gridlab.tracking.ui import LocalUi, experiment_id, experiment_url, free_por
 def grid_tracking_uri(expanded: ExpandedGrid) -> str:
     """Where a launch of the grid tracks (`execution.launch.tracking_uri`, without importing Ray): its
     `tracking_uri`, else the sqlite store of its results folder."""
-    return expanded.spec.tracking_uri or f"sqlite:///{expanded.results.tracking_db.resolve()}"
+    return expanded.tracking_uri
 
 
 @user_errors

@@ -1,6 +1,6 @@
 """`DataConfig`: the `data:` section of a grid, i.e. how a cell's dataset is read and preprocessed.
 
-Every field is part of a cell's resolved config (and so of its id). `resolve` fills the dataset's own
+Every field is part of a cell's resolved config (and so of its id). `DatasetSpec.resolve` fills the dataset's own
 defaults (J&W's minimum counts and length filters) and blanks fields that do not apply to the dataset, so
 that, say, `babi_size` never changes the id of an `sst` cell.
 """
@@ -11,7 +11,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gridlab.data.spec import DatasetSpec
 from gridlab.data.synthetic import SyntheticConfig
 
 
@@ -49,20 +48,3 @@ class DataConfig(BaseModel):
         "it as a token of its own (J&W's 20News: n't -> n ' t)",
     )
     drop_titles: bool = Field(False, description="AG News: the description without its title, as J&W read it")
-
-    def resolve(self, spec: DatasetSpec) -> DataConfig:
-        """Dataset defaults filled in, inapplicable fields set to None."""
-        defaults = spec.preprocessing
-        is_babi = spec.folder == "babi"
-        return self.model_copy(
-            update={
-                "min_count": self.min_count or defaults.min_count,
-                "min_length": self.min_length or defaults.min_length,
-                "max_length": self.max_length or defaults.max_length,
-                "dev_fraction": self.dev_fraction if self.test_fraction or "dev" not in spec.official_splits else None,
-                "babi_size": (self.babi_size or "10k") if is_babi else None,
-                "babi_labels": self.babi_labels if is_babi else "answers",
-                "synthetic": (self.synthetic or SyntheticConfig()) if spec.id == "synthetic" else None,
-                "drop_titles": self.drop_titles and spec.folder == "ag_news",
-            }
-        )

@@ -57,7 +57,7 @@ class PreparedDataset:
 def load_dataset(dataset_id: str, data_dir: Path, cache_dir: Path, config: DataConfig) -> PreparedDataset:
     """The prepared dataset, from the cache when the sources and parameters match, else built and cached."""
     spec = DATASETS[dataset_id]
-    config = config.resolve(spec)
+    config = spec.resolve(config)
     presence = check_presence(spec, data_dir, config)
     key = cache_key(spec, presence, config)
     entry = cache_dir / dataset_id / key

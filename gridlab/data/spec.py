@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
+from gridlab.data.config import DataConfig
 from gridlab.data.examples import RawExample
-
-if TYPE_CHECKING:
-    from gridlab.data.config import DataConfig
+from gridlab.data.synthetic import SyntheticConfig
 
 Task = Literal["single", "pair", "translation"]
 SPLITS = ("train", "dev", "test")
@@ -111,6 +110,26 @@ class DatasetSpec:
         if self.class_names is None or self.label_names is None or label not in self.label_names:
             return label
         return self.class_names[self.label_names.index(label)]
+
+    def resolve(self, config: DataConfig) -> DataConfig:
+        """A cell's `data:` section with this dataset's defaults filled in and the fields that do not apply to
+        it set to None: what a cell id hashes, so that `babi_size` never changes the id of an `sst` cell."""
+        defaults = self.preprocessing
+        is_babi = self.folder == "babi"
+        return config.model_copy(
+            update={
+                "min_count": config.min_count or defaults.min_count,
+                "min_length": config.min_length or defaults.min_length,
+                "max_length": config.max_length or defaults.max_length,
+                "dev_fraction": (
+                    config.dev_fraction if config.test_fraction or "dev" not in self.official_splits else None
+                ),
+                "babi_size": (config.babi_size or "10k") if is_babi else None,
+                "babi_labels": config.babi_labels if is_babi else "answers",
+                "synthetic": (config.synthetic or SyntheticConfig()) if self.id == "synthetic" else None,
+                "drop_titles": config.drop_titles and self.folder == "ag_news",
+            }
+        )
 
     def reader_for(self, config: DataConfig) -> SourceReader:
         """The reader for a resolved data config (bAbI's size and the synthetic task depend on it)."""

@@ -66,7 +66,7 @@ class LaunchReport:
 
 
 def tracking_uri(grid: ExpandedGrid) -> str:
-    return grid.spec.tracking_uri or f"sqlite:///{grid.results.tracking_db.resolve()}"
+    return grid.tracking_uri
 
 
 def tracker_for(grid: ExpandedGrid) -> Tracker:

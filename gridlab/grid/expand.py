@@ -108,6 +108,12 @@ class ExpandedGrid:
         return Results(mirror.local if mirror is not None else Path(self.spec.results_dir))
 
     @property
+    def tracking_uri(self) -> str:
+        """Where the grid's launches track its runs: its `tracking_uri`, else the sqlite store of its results
+        folder (the local mirror's, for an object store: that file stays on the machine that launched)."""
+        return self.spec.tracking_uri or f"sqlite:///{self.results.tracking_db.resolve()}"
+
+    @property
     def workspace(self) -> GridWorkspace:
         """`results_dir/<grid>`: this grid's models, parts, summary and launch records."""
         return self.results.grid(self.spec.name)
@@ -377,7 +383,7 @@ def _normalise(config: CellConfig) -> CellConfig:
     return config.model_copy(
         update={
             "projection_lambda": lam,
-            "data": config.data.resolve(spec),
+            "data": spec.resolve(config.data),
             "model": model,
             "train": train.model_copy(update={"selection_metric": selection}),
         }

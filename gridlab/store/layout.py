@@ -19,7 +19,8 @@ results_dir/                        Results: shared by every grid written there
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePath
 
 
 class CellFiles:
@@ -97,7 +98,7 @@ class GridWorkspace:
         """The written parts of one analysis (of `cell_ids` only, when given), sorted."""
         return sorted(
             path
-            for path in self.analysis(analysis_id).glob(f"{CELL_PARTITION}*/part-*.parquet")
+            for path in self.analysis(analysis_id).glob(f"{CELL_PARTITION}*/{PART}")
             if cell_ids is None or cell_of(path.parent) in cell_ids
         )
 
@@ -143,13 +144,20 @@ class GridWorkspace:
 
 
 CELL_PARTITION = "cell="  # hive-style partition folders, so readers get a `cell` column
+PART = "part-*.parquet"  # a part's name inside its partition (`GridWorkspace.part`)
 TUNE_EXPERIMENT = "launch-"  # tune/launch-NNN
 LAUNCH_MARKER = "gridlab-launch.json"  # in a Tune experiment: its cells, its MLflow parent run, finished or not
 
 
-def cell_of(partition: Path) -> str:
+def cell_of(partition: PurePath) -> str:
     """The cell id of a `cell=<id>` partition folder."""
     return partition.name[len(CELL_PARTITION) :]
+
+
+def is_part(path: PurePath) -> bool:
+    """Whether a file below an analysis folder is one of its parts (`cell=<id>/part-NNNNN.parquet`), on disk or
+    as an object key: a writer's hidden temporary beside it is not."""
+    return path.parent.name.startswith(CELL_PARTITION) and fnmatchcase(path.name, PART)
 
 
 def shard_of(part: Path) -> int:

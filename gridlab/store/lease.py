@@ -6,9 +6,9 @@ launch takes it over (again conditionally, on the expired version); on the holde
 takes it at once once the holder's process is gone. `store.lock` takes it together with the
 machine's own lock.
 
-pyarrow's filesystems have no conditional writes, so this speaks S3 through boto3 where it is installed
-(`pip install boto3`); without it, or on another store, the lock holds on one machine only and `held`
-says so in a warning line.
+pyarrow's filesystems have no conditional writes, so this speaks S3 through boto3 (the `s3` extra,
+`pip install 'gridlab[s3]'`); on S3 without it a launch stops with one line saying so, rather than run
+unguarded. On another store (`gs://`) the lock holds on one machine only and `held` says so in a warning line.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ def held(uri: str, grid: str, command: str, ttl_s: float = TTL_S) -> Iterator[No
     """Holds the lease of `grid` under the object-store prefix `uri` for the block (LeaseTaken at once if a
     live holder has it)."""
     parsed = urlparse(uri)
-    client = _client() if parsed.scheme == "s3" else None
+    client = _client(uri) if parsed.scheme == "s3" else None
     if client is None:
         _warn(
-            f"warning: {uri}: one launch per grid is enforced on this machine only (a lease in the bucket needs S3 "
-            "and boto3); do not launch this grid from two machines at once"
+            f"warning: {uri}: one launch per grid is enforced on this machine only (a lease in the bucket needs "
+            "S3); do not launch this grid from two machines at once"
         )
         yield
         return
@@ -54,11 +54,13 @@ def held(uri: str, grid: str, command: str, ttl_s: float = TTL_S) -> Iterator[No
         lease.release()
 
 
-def _client():
+def _client(uri: str):
     try:
         import boto3
     except ImportError:
-        return None
+        raise GridlabError(
+            f"{uri}: the grid's lease in the bucket needs boto3, which is not installed: pip install 'gridlab[s3]'"
+        ) from None
     return boto3.client("s3")  # AWS_ENDPOINT_URL, credentials and region from the environment, as pyarrow
 
 

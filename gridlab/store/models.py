@@ -86,9 +86,7 @@ class CellFolder:
         return self.path / CellFiles.FAILURE
 
     def state(self) -> CellState:
-        if self.metrics_file.is_file() and self.checkpoint.is_file():
-            return "trained"
-        return "failed" if self.failure_file.is_file() else "pending"
+        return state_of({name for name in (CellFiles.METRICS, CellFiles.MODEL, CellFiles.FAILURE) if self.has(name)})
 
     def has(self, name: str) -> bool:
         return (self.path / name).is_file()
@@ -101,6 +99,14 @@ class CellFolder:
 
     def mlflow_run_id(self) -> str | None:
         return self.read(CellFiles.TRACKING)["mlflow_run_id"] if self.has(CellFiles.TRACKING) else None
+
+
+def state_of(names: set[str]) -> CellState:
+    """A cell's state from the file names its model folder holds (on disk or in an object store): its final
+    metrics beside its weights mean trained, a failure record failed, anything else pending."""
+    if {CellFiles.METRICS, CellFiles.MODEL} <= names:
+        return "trained"
+    return "failed" if CellFiles.FAILURE in names else "pending"
 
 
 def trained_elsewhere(results: Results, grid: str, cell_id: str) -> CellFolder | None:

@@ -29,7 +29,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -430,6 +430,38 @@ class Tracker:
             [self.experiment_id], f"tags.cell_id = '{cell_id}' and tags.`{KIND_TAG}` = 'cell'", max_results=1
         )
         return runs[0].info.run_id if runs else None
+
+
+def cell_runs(tracking_uri: str, experiment: str, cell_ids: Collection[str]) -> list[dict[str, Any]]:
+    """The current run of each of these cells, one record each in `mlflow.search_runs`'s shape (`run_id`,
+    `status`, `start_time`, `end_time`, `metrics.*`, `params.*`, `tags.*`): a retrained cell's earlier runs are
+    tagged `superseded` (`Tracker.supersede`) and left out, as are launches' runs and cells outside `cell_ids`.
+    A grid never tracked in this store (no experiment of its name) has none."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return []
+    wanted, records, token = set(cell_ids), [], None
+    while True:
+        page = client.search_runs([found.experiment_id], f"tags.`{KIND_TAG}` = 'cell'", page_token=token)
+        for run in page:
+            if run.data.tags.get("cell_id") in wanted:
+                records.append(
+                    {
+                        "run_id": run.info.run_id,
+                        "status": run.info.status,
+                        "start_time": run.info.start_time,
+                        "end_time": run.info.end_time,
+                        **{f"metrics.{k}": v for k, v in run.data.metrics.items()},
+                        **{f"params.{k}": v for k, v in run.data.params.items()},
+                        **{f"tags.{k}": v for k, v in run.data.tags.items()},
+                    }
+                )
+        token = page.token
+        if not token:
+            return records
 
 
 def sqlite_path(tracking_uri: str) -> Path | None:

@@ -18,8 +18,7 @@ from torch import nn
 
 from gridlab.analyses import importance_correlation
 from gridlab.analyses.base import AnalysisContext
-from gridlab.analyses.bilstm import shared_lstm
-from gridlab.analyses.common import forward_once, tvd
+from gridlab.analyses.common import forward_once, shared_lstm, tvd
 from gridlab.analyses.importance import (
     gradient_importance,
     leave_one_out,

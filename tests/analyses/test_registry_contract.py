@@ -87,7 +87,7 @@ def trained_store(
         synthetic=SyntheticConfig(n_train=100, n_dev=20, n_test=INSTANCES, min_length=4, max_length=12)
     )
     config = CellConfig(dataset="synthetic", data=data_config, **tiny_model(request.param, root / "bert"))
-    config = config.model_copy(update={"data": config.data.resolve(DATASETS["synthetic"])})
+    config = config.model_copy(update={"data": DATASETS["synthetic"].resolve(config.data)})
     data = load_dataset("synthetic", root, cache, config.data)
     model = build_model(config, data).eval()
     with torch.no_grad():

@@ -41,7 +41,7 @@ def test_the_names_say_what_the_files_encode():
 def test_class_names_change_neither_the_labels_read_nor_the_cache():
     spec = DATASETS["sst"]
     unnamed = dataclasses.replace(spec, class_names=None)
-    config = DataConfig().resolve(spec)
+    config = spec.resolve(DataConfig())
     keys = {cache_key(s, check_presence(s, EMBEDDED_DATA, config), config) for s in (spec, unnamed)}
     assert len(keys) == 1
     assert spec.label_names == ("0", "1")  # what the stsa files hold: renaming them would fail every read

@@ -26,7 +26,7 @@ INSTANCES = 8
 
 
 def publish(publish_model, root: Path, cache: Path, config: CellConfig) -> str:
-    config = config.model_copy(update={"data": config.data.resolve(DATASETS[config.dataset])})
+    config = config.model_copy(update={"data": DATASETS[config.dataset].resolve(config.data)})
     data = load_dataset(config.dataset, root, cache, config.data)
     return publish_model(root / "g" / "models", config, data, build_model(config, data).eval())
 

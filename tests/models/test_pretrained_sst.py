@@ -43,7 +43,7 @@ def test_fine_tuning_all_minilm_on_a_slice_of_sst(shipped_sst: Path, tmp_path: P
             batching="shuffled",
         ),
     )
-    config = config.model_copy(update={"data": config.data.resolve(DATASETS["sst"])})
+    config = config.model_copy(update={"data": DATASETS["sst"].resolve(config.data)})
     data = load_dataset("sst", shipped_sst, tmp_path, config.data)  # the whole release: 1,000 of its sentences
     test = data.splits["test"].slice(0, TEST_ROWS)
     model = build_model(config, data)

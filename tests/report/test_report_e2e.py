@@ -200,3 +200,23 @@ def test_a_grid_missing_one_analysis_reports_it(quick_report, tmp_path: Path):
     assert any(m.startswith(f"{title}: {line}") for m in manifest["missing"])
     assert line in result.output
     assert not (copy / "report" / "jw_fig3.png").exists()
+
+
+def test_the_python_api_reads_the_launch(quick_report):
+    """`gridlab.open` on what the launch left: every cell trained with its run, and each analysis's rows those
+    of its parts (in the `cell_id` column only, no hive `cell`), the same from the grid file and its folder."""
+    import gridlab
+
+    results = gridlab.open(quick_report.grid_file)
+    cells = results.cells()
+    assert set(cells["state"]) == {"trained"} and cells["test_accuracy"].notna().all()
+    runs = results.runs()
+    assert sorted(runs["tags.cell_id"]) == sorted(cells["cell_id"]) and set(runs["status"]) == {"FINISHED"}
+    folder = gridlab.open(quick_report.results)
+    for analysis in yaml.safe_load(quick_report.grid_file.read_text())["analyses"]:
+        plain = rows(quick_report, analysis)
+        read = results.rows(analysis)
+        assert "cell" not in read.columns and len(read) == len(plain)
+        assert sorted(read.columns) == sorted(c for c in plain.columns if c != "cell")
+        pd.testing.assert_frame_equal(folder.rows(analysis), read)
+    assert sorted(results.summary()["cell_id"]) == sorted(cells["cell_id"])

@@ -50,7 +50,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, publish_model) -> SimpleName
         model=ModelConfig(embedding_dim=12, hidden_size=8, attention_size=8),
         data=data_config,
     )
-    config = config.model_copy(update={"data": config.data.resolve(DATASETS["synthetic"])})
+    config = config.model_copy(update={"data": DATASETS["synthetic"].resolve(config.data)})
     data = load_dataset("synthetic", data_dir, cache, config.data)
     torch.manual_seed(0)
     model = build_model(config, data).eval()

@@ -4,6 +4,7 @@ S3-compatible server on 127.0.0.1 (conditional writes)."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gridlab.cli import app
+from gridlab.errors import GridlabError
 from gridlab.store.lease import LEASE, LeaseTaken, held
 from tests.execution.conftest import write_grid
 
@@ -79,4 +81,12 @@ def test_a_lease_whose_holder_died_on_this_machine_is_taken_at_once(object_store
     boto3.client("s3").put_object(Bucket=object_store.bucket, Key=f"runs/g/{LEASE}", Body=json.dumps(alive).encode())
     with pytest.raises(LeaseTaken):
         with held(object_store.uri("runs"), "g", "launch"):
+            pass
+
+
+def test_s3_results_without_boto3_stop_with_one_line(monkeypatch: pytest.MonkeyPatch):
+    """No lease, no launch: two machines would otherwise write one grid's results unguarded."""
+    monkeypatch.setitem(sys.modules, "boto3", None)  # `import boto3` raises ImportError
+    with pytest.raises(GridlabError, match=r"^s3://bucket/runs: .*needs boto3.*pip install 'gridlab\[s3\]'$"):
+        with held("s3://bucket/runs", "g", "launch"):
             pass

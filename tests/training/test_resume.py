@@ -34,7 +34,7 @@ def setting(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
         train=TrainConfig(epochs=EPOCHS, batch_size=32, lr=0.01, patience=EPOCHS, **SCHEDULES[request.param]),
         data=DataConfig(synthetic=SyntheticConfig(n_train=400, n_dev=60, n_test=60, min_length=4, max_length=12)),
     )
-    config = config.model_copy(update={"data": config.data.resolve(DATASETS["synthetic"])})
+    config = config.model_copy(update={"data": DATASETS["synthetic"].resolve(config.data)})
     return config, load_dataset("synthetic", root, root / "cache", config.data)
 
 

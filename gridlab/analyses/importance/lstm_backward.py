@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
-from gridlab.analyses.bilstm import BiLstmPass, shared_lstm
-from gridlab.analyses.common import SharedPass
+from gridlab.analyses.bilstm import BiLstmPass
+from gridlab.analyses.common import SharedPass, shared_lstm
 from gridlab.analyses.importance.prediction import prediction_gradient
 from gridlab.models.classifier import AttentionClassifier
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gridlab.analyses.bilstm import BiLstmPass, lstm_step, premise_recurrent, shared_lstm
-from gridlab.analyses.common import SharedPass
+from gridlab.analyses.bilstm import BiLstmPass, lstm_step, premise_recurrent
+from gridlab.analyses.common import SharedPass, shared_lstm
 from gridlab.analyses.importance.deletion import shift_index, with_pad_slot
 from gridlab.data.batching import Batch
 from gridlab.models.classifier import AttentionClassifier
