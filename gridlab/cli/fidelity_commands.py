@@ -31,10 +31,10 @@ def fidelity(out: OutOption = Path("docs/fidelity"), grids: PlanOption = None) -
     (within / outside / not run / stale), the ablation that tests an outside one, and the trace of every
     measured number (its cells, the grid file's hash, the gridlab commit)."""
     # pandas and the sections load only here
-    from gridlab.report.fidelity_doc import fidelity_pages
-    from gridlab.report.fidelity_record import NumberRecord, record_paths
-    from gridlab.report.provenance import gridlab_commit
-    from gridlab.report.verdicts import PLAN_FILE, load_plan
+    from gridlab.studies.fidelity_doc import fidelity_pages
+    from gridlab.studies.fidelity_record import NumberRecord, record_paths
+    from gridlab.studies.provenance import gridlab_commit
+    from gridlab.studies.verdicts import PLAN_FILE, load_plan
 
     plan = load_plan(grids or PLAN_FILE)
     expanded = [load(Path(grid), check_data=False) for grid in plan.grids]  # rows suffice, as for `report`

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from gridlab.report.artifacts import Figure, Table
-from gridlab.report.sections.jain_wallace import SECTION, at_plotting_threshold, jsd_within
+from gridlab.studies.sections.jain_wallace import SECTION, at_plotting_threshold, jsd_within
 
 T_975_1 = 12.706204736174707  # scipy.stats.t.ppf(0.975, 1)
 

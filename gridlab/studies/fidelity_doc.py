@@ -28,17 +28,17 @@ import pandas as pd
 
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import ExpandedGrid
-from gridlab.report.ablations import Ablation, load_ablations
-from gridlab.report.fidelity import NO_DATA, NO_MODEL, STALE, UNDEFINED, fidelity, out_of_reach
-from gridlab.report.fidelity_record import NumberRecord, Trace
-from gridlab.report.fidelity_text import count_line, count_text, extra_display, tolerance_frame, verdict_display
 from gridlab.report.inputs import ReportInputs
-from gridlab.report.provenance import grid_hash
-from gridlab.report.published import PAPERS_WITHOUT_NUMBERS
 from gridlab.report.render import markdown_table
-from gridlab.report.tolerances import CAPPED, DEFAULT, PAPER_SPREAD, rule_for
-from gridlab.report.verdicts import FULL_SEEDS, Decided, PaperPlan, Plan, decide, headline
-from gridlab.report.walltime import WallTime, wall_time
+from gridlab.studies.ablations import Ablation, load_ablations
+from gridlab.studies.fidelity import NO_DATA, NO_MODEL, STALE, UNDEFINED, fidelity, out_of_reach
+from gridlab.studies.fidelity_record import NumberRecord, Trace
+from gridlab.studies.fidelity_text import count_line, count_text, extra_display, tolerance_frame, verdict_display
+from gridlab.studies.provenance import grid_hash
+from gridlab.studies.published import PAPERS_WITHOUT_NUMBERS
+from gridlab.studies.tolerances import CAPPED, DEFAULT, PAPER_SPREAD, rule_for
+from gridlab.studies.verdicts import FULL_SEEDS, Decided, PaperPlan, Plan, decide, headline
+from gridlab.studies.walltime import WallTime, wall_time
 from gridlab.text import counted, duration
 
 SETTINGS_FILE = Path(__file__).with_name("fidelity_settings.csv")

@@ -20,11 +20,11 @@ from typer.testing import CliRunner
 
 from gridlab.cli import app
 from gridlab.errors import GridlabError
-from gridlab.report.build import build_report
-from gridlab.report.fidelity import FULL, NOT_RUN, OUTSIDE, STALE, UNDEFINED, WITHIN, FidelityResult
-from gridlab.report.fidelity_doc import SETTINGS_COLUMNS, anchor, settings_markdown
-from gridlab.report.tolerances import tolerance_for
-from gridlab.report.verdicts import (
+from gridlab.studies.fidelity import FULL, NOT_RUN, OUTSIDE, STALE, UNDEFINED, WITHIN, FidelityResult
+from gridlab.studies.fidelity_doc import SETTINGS_COLUMNS, anchor, settings_markdown
+from gridlab.studies.report import build_report
+from gridlab.studies.tolerances import tolerance_for
+from gridlab.studies.verdicts import (
     ABLATION_GRID,
     ANOTHER_PAPER,
     EXTRA_MODEL,

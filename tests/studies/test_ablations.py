@@ -10,7 +10,7 @@ import pytest
 from gridlab.errors import GridlabError
 from gridlab.grid.expand import expand, restrict
 from gridlab.grid.load import load_grid_file
-from gridlab.report.ablations import ABLATIONS_FILE, NO_ABLATION, Ablation, ablation_text, load_ablations
+from gridlab.studies.ablations import ABLATIONS_FILE, NO_ABLATION, Ablation, ablation_text, load_ablations
 
 REPO = Path(__file__).resolve().parents[2]
 ROW = {"paper": "Meister et al. (2021)", "quantity": "entropy_gh_x", "dataset": "sst", "model": "lstm + additive"}

@@ -24,13 +24,8 @@ import numpy as np
 import pandas as pd
 
 from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
-from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import class_histogram, facet, scatter
-from gridlab.report.published import citation, published
-from gridlab.report.reruns import KEYS as RERUN_KEYS
-from gridlab.report.reruns import reruns
-from gridlab.report.sections import Section
 from gridlab.report.stats import (
     MODEL_AXES,
     accuracy_table,
@@ -43,6 +38,11 @@ from gridlab.report.stats import (
     pm,
     seed_table,
 )
+from gridlab.studies.comparison import Comparison, long_rows
+from gridlab.studies.published import citation, published
+from gridlab.studies.reruns import KEYS as RERUN_KEYS
+from gridlab.studies.reruns import reruns
+from gridlab.studies.sections import PaperSection
 
 SIGNIFICANCE = 0.05  # J&W's "Sig. Frac.": share of instances with p < 0.05
 ALL = "all"  # the class label of the rows over every instance of a model (J&W's "Overall")
@@ -511,7 +511,7 @@ COMPARISONS = (
     ),
 )
 
-SECTION = Section(
+SECTION = PaperSection(
     id="jain_wallace",
     title="Jain & Wallace (2019), Attention is not Explanation",
     analyses=ANALYSES,

@@ -10,7 +10,7 @@ import pytest
 from matplotlib.figure import Figure as MplFigure
 
 from gridlab.report.artifacts import Figure, Table
-from gridlab.report.sections.vashishth import SECTION, max_attention_bin
+from gridlab.studies.sections.vashishth import SECTION, max_attention_bin
 
 T_975_1 = 12.706204736174707  # scipy.stats.t.ppf(0.975, 1): the 95% interval with two seeds
 

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from gridlab.analyses.ranking_agreement import SCHEMA as AGREEMENT_SCHEMA
 from gridlab.cli import app
-from gridlab.report.claims import CLAIM_LIST, CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, VERDICTS, tau_column
-from gridlab.report.conclusions import (
+from gridlab.studies.claims import CLAIM_LIST, CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, VERDICTS, tau_column
+from gridlab.studies.conclusions import (
     COLUMNS,
     OVERALL,
     claims_frame,
@@ -621,7 +621,7 @@ def encoders_grid(synthetic_grid):
 
 
 def test_the_report_shows_the_claims_first(synthetic_grid, tmp_path):
-    from gridlab.report.build import build_report
+    from gridlab.studies.report import build_report
 
     grid = encoders_grid(synthetic_grid)
     summary = build_report(grid.expanded, tmp_path / "report")

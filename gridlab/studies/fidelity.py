@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 
 from gridlab.data.catalog import DATASETS
-from gridlab.report.ablations import Ablation, ablation_text, load_ablations
-from gridlab.report.comparison import Comparison, applicable_configs, expected
 from gridlab.report.inputs import ReportInputs
-from gridlab.report.published import published
-from gridlab.report.sections.registry import load_sections
-from gridlab.report.tolerances import TOLERANCES, Tolerance, rule_for, tolerance_for
+from gridlab.studies.ablations import Ablation, ablation_text, load_ablations
+from gridlab.studies.comparison import Comparison, applicable_configs, expected
+from gridlab.studies.published import published
+from gridlab.studies.sections.registry import paper_sections
+from gridlab.studies.tolerances import TOLERANCES, Tolerance, rule_for, tolerance_for
 
 WITHIN, OUTSIDE, NOT_RUN, UNDEFINED = "within", "outside", "not run", "undefined"
 STALE = "stale"  # measured on cells that are no longer the grid's (or recorded without them): counted as not run
@@ -85,8 +85,8 @@ class FidelityResult:
 
 
 def all_comparisons() -> list[Comparison]:
-    """Every section's comparisons, in the report's section order."""
-    return [c for section in load_sections() for c in section.comparisons]
+    """Every paper section's comparisons, in the report's section order."""
+    return [c for section in paper_sections() for c in section.comparisons]
 
 
 NO_DATA, NO_MODEL = "no data", "no model"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from gridlab import __version__
-from gridlab.report import provenance
-from gridlab.report.provenance import grid_hash, gridlab_commit
-from gridlab.report.verdicts import load_plan
+from gridlab.studies import provenance
+from gridlab.studies.provenance import grid_hash, gridlab_commit
+from gridlab.studies.verdicts import load_plan
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,11 +18,8 @@ import pandas as pd
 
 from gridlab.catalog.analyses import ERASURE_RANKINGS as RANKINGS
 from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
-from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet, scatter
-from gridlab.report.published import citation, published
-from gridlab.report.sections import Section
 from gridlab.report.stats import (
     MODEL_AXES,
     ci,
@@ -33,6 +30,9 @@ from gridlab.report.stats import (
     pm,
     seed_table,
 )
+from gridlab.studies.comparison import Comparison, long_rows
+from gridlab.studies.published import citation, published
+from gridlab.studies.sections import PaperSection
 
 CELLS = (
     ("pct_both", "i* and r flip"),
@@ -459,7 +459,7 @@ COMPARISONS = (
     ),
 )
 
-SECTION = Section(
+SECTION = PaperSection(
     id="serrano_smith",
     title="Serrano & Smith (2019), Is Attention Interpretable?",
     analyses=("erasure_single", "erasure_multi"),

@@ -22,7 +22,7 @@ import pandas as pd
 
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.report.inputs import ReportInputs
-from gridlab.report.published import published
+from gridlab.studies.published import published
 
 # Columns of a long "ours" frame besides the keys; `note` is optional (a caveat on how ours was computed).
 OURS = ("ours", "ours_std", "n_seeds", "n_instances")

@@ -14,13 +14,13 @@ import os
 
 import pandas as pd
 
-from gridlab.report.ablations import NO_ABLATION, Ablation, load_ablations
 from gridlab.report.artifacts import Artifact, Fragment, Table
-from gridlab.report.fidelity import NOT_RUN, OUTSIDE, STALE, UNDEFINED, FidelityResult
 from gridlab.report.render import SectionResult, markdown_table
 from gridlab.report.stats import plus_minus
-from gridlab.report.tolerances import TOLERANCES, Tolerance, rule_for
-from gridlab.report.verdicts import (
+from gridlab.studies.ablations import NO_ABLATION, Ablation, load_ablations
+from gridlab.studies.fidelity import NOT_RUN, OUTSIDE, STALE, UNDEFINED, FidelityResult
+from gridlab.studies.tolerances import TOLERANCES, Tolerance, rule_for
+from gridlab.studies.verdicts import (
     FULL_SEEDS,
     HEADLINE,
     WITHIN_FULL,

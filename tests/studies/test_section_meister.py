@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gridlab.report.sections.meister import SECTION, baseline_ours
+from gridlab.studies.sections.meister import SECTION, baseline_ours
 
 
 def axes(projection="softmax", lam=math.nan, seed=0) -> dict:

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from gridlab.report.sections.serrano_smith import SECTION
+from gridlab.studies.sections.serrano_smith import SECTION
 
 
 def axes(seed: int) -> dict:

@@ -28,7 +28,6 @@ import pandas as pd
 from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet
-from gridlab.report.sections import Section
 from gridlab.report.stats import (
     MODEL_AXES,
     bracket,
@@ -39,6 +38,7 @@ from gridlab.report.stats import (
     plus_minus,
     seed_table,
 )
+from gridlab.studies.sections import PaperSection
 
 LN2 = math.log(2.0)
 VARIANTS = ("uniform", "learned", "base")
@@ -261,7 +261,7 @@ def diagnostic_table(rows: pd.DataFrame, cells: pd.DataFrame | None) -> Table:
     )
 
 
-SECTION = Section(
+SECTION = PaperSection(
     id="wiegreffe_pinter",
     title="Wiegreffe & Pinter (2019), Attention is not not Explanation",
     analyses=("seed_variance", "adversarial", "adversarial_model", "diagnostic_mlp"),

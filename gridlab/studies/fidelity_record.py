@@ -25,10 +25,10 @@ from typing import Any
 import pandas as pd
 
 from gridlab.errors import GridlabError
-from gridlab.report.ablations import Ablation, ablation_text
-from gridlab.report.fidelity import IDENTITY, NOT_RUN, STALE, FidelityResult, rerun_verdict_for, verdict_for
-from gridlab.report.walltime import WallTime
 from gridlab.store.atomic import write_text
+from gridlab.studies.ablations import Ablation, ablation_text
+from gridlab.studies.fidelity import IDENTITY, NOT_RUN, STALE, FidelityResult, rerun_verdict_for, verdict_for
+from gridlab.studies.walltime import WallTime
 
 TABLES = ("fidelity", "sensitivity")  # which of a grid's two frames a recorded number belongs to
 NUMBER_KEY = ["file", "frame", "axis", "value", *IDENTITY]

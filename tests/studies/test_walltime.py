@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gridlab.report.walltime import WallTime, wall_time
 from gridlab.store.layout import GridWorkspace
+from gridlab.studies.walltime import WallTime, wall_time
 from gridlab.text import duration
 
 

@@ -1,11 +1,13 @@
-"""Every section module of the registry imports and exposes a `Section`, in the report's order."""
+"""Every section module of the registry imports and exposes a `Section`, in the report's order: the papers'
+sections (each a `PaperSection`) first, then gridlab's own."""
 
 from __future__ import annotations
 
 import importlib
 
 from gridlab.report.sections import Section
-from gridlab.report.sections.registry import SECTIONS, load_sections
+from gridlab.studies.sections import PaperSection
+from gridlab.studies.sections.registry import PAPERS, SECTIONS, load_sections, paper_sections
 
 
 def test_every_section_module_imports():
@@ -28,3 +30,8 @@ def test_every_section_module_imports():
         ids.append(section.id)
     assert len(set(ids)) == len(ids)
     assert [s.id for s in load_sections()] == ids
+
+
+def test_the_papers_sections_are_paper_sections_and_come_first():
+    assert all(isinstance(importlib.import_module(name).SECTION, PaperSection) for name in PAPERS)
+    assert [s.id for s in paper_sections()] == [s.id for s in load_sections()[: len(PAPERS)]]

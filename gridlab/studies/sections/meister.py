@@ -33,11 +33,8 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
-from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet
-from gridlab.report.published import citation, published
-from gridlab.report.sections import Section
 from gridlab.report.stats import (
     MODEL_AXES,
     accuracy_table,
@@ -50,6 +47,9 @@ from gridlab.report.stats import (
     seed_summary,
     seed_table,
 )
+from gridlab.studies.comparison import Comparison, long_rows
+from gridlab.studies.published import citation, published
+from gridlab.studies.sections import PaperSection
 
 MEASURES = ("tau_gy_x", "tau_dy_x", "tau_gy_h", "tau_dy_h")
 ENTROPIES = ("entropy_gy_x", "entropy_dy_x", "entropy_gy_h", "entropy_dy_h", "entropy_gh_x")
@@ -489,7 +489,7 @@ COMPARISONS = (
     ),
 )
 
-SECTION = Section(
+SECTION = PaperSection(
     id="meister",
     title="Meister et al. (2021), Is Sparse Attention more Interpretable?",
     analyses=("sparsity_importance", "adversarial_model"),

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from gridlab.report.sections.wiegreffe_pinter import SECTION
+from gridlab.studies.sections.wiegreffe_pinter import SECTION
 
 
 def axes(seed: int) -> dict:

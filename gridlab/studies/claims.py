@@ -25,12 +25,12 @@ import pandas as pd
 
 from gridlab.catalog.analyses import RANKINGS, SELF_ATTENTION_ENCODERS
 from gridlab.report.inputs import ReportInputs
-from gridlab.report.sections.jain_wallace import ALL, figure4_frame, permutation_table, table2_frame
-from gridlab.report.sections.meister import entropy_frame, tau_frame
-from gridlab.report.sections.serrano_smith import contingency_frame, multi_rankings
-from gridlab.report.sections.vashishth import TASK_OF_ARCHITECTURE, ablation_frame
-from gridlab.report.sections.wiegreffe_pinter import VARIANTS, comparison_frame, diagnostic_frame
 from gridlab.report.stats import grouping_axes, model_axes, seed_table
+from gridlab.studies.sections.jain_wallace import ALL, figure4_frame, permutation_table, table2_frame
+from gridlab.studies.sections.meister import entropy_frame, tau_frame
+from gridlab.studies.sections.serrano_smith import contingency_frame, multi_rankings
+from gridlab.studies.sections.vashishth import TASK_OF_ARCHITECTURE, ablation_frame
+from gridlab.studies.sections.wiegreffe_pinter import VARIANTS, comparison_frame, diagnostic_frame
 
 HOLDS, PARTLY, REVERSED, NOT_RUN = "holds", "partly", "reversed", "not run"
 VERDICTS = (HOLDS, PARTLY, REVERSED, NOT_RUN)

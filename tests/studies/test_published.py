@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gridlab.report.published import CITATION_COLUMNS, DATA_DIR, TABLE_KEYS, citation, published
+from gridlab.studies.published import CITATION_COLUMNS, DATA_DIR, TABLE_KEYS, citation, published
 
 
 @pytest.mark.parametrize("key", TABLE_KEYS)

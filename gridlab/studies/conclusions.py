@@ -26,10 +26,10 @@ import pandas as pd
 
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.report.artifacts import Table
-from gridlab.report.claims import CLAIM_LIST, HOLDS, NOT_RUN, PARTLY, REVERSED, Claim, Finding
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.render import SectionResult, cell_text, markdown_table
 from gridlab.store.atomic import write_text
+from gridlab.studies.claims import CLAIM_LIST, HOLDS, NOT_RUN, PARTLY, REVERSED, Claim, Finding
 
 SECTION_ID = "conclusions"
 TITLE = "Conclusions: what each paper claimed, and whether these rows support it"

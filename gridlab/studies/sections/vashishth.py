@@ -29,11 +29,8 @@ import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
 from gridlab.report.artifacts import Artifact, Figure, SectionOutput, Table
-from gridlab.report.comparison import Comparison, long_rows
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet, panel_label
-from gridlab.report.published import citation, published
-from gridlab.report.sections import Section
 from gridlab.report.stats import (
     MODEL_AXES,
     across_seeds,
@@ -45,6 +42,9 @@ from gridlab.report.stats import (
     plus_minus,
     seed_summary,
 )
+from gridlab.studies.comparison import Comparison, long_rows
+from gridlab.studies.published import citation, published
+from gridlab.studies.sections import PaperSection
 
 TASK_OF_ARCHITECTURE = {"flat": "single", "han": "single", "pair": "pair", "seq2seq": "generation"}
 TABLES = {  # task type -> (table number, title, published key)
@@ -409,7 +409,7 @@ COMPARISONS = (
     ),
 )
 
-SECTION = Section(
+SECTION = PaperSection(
     id="vashishth",
     title="Vashishth et al. (2019), Attention Interpretability Across NLP Tasks",
     analyses=("attention_ablation", "permutation", "layer_permutation"),

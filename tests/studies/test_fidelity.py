@@ -9,8 +9,9 @@ import math
 import pandas as pd
 import pytest
 
-from gridlab.report.ablations import NO_ABLATION, Ablation
-from gridlab.report.fidelity import (
+from gridlab.report.inputs import ReportInputs
+from gridlab.studies.ablations import NO_ABLATION, Ablation
+from gridlab.studies.fidelity import (
     DIFFERS_FROM_RERUN,
     FULL,
     MATCHES_RERUN,
@@ -24,12 +25,11 @@ from gridlab.report.fidelity import (
     rerun_verdict_for,
     verdict_for,
 )
-from gridlab.report.fidelity_text import fidelity_summary
-from gridlab.report.inputs import ReportInputs
-from gridlab.report.reruns import KEYS as RERUN_KEYS
-from gridlab.report.reruns import reruns
-from gridlab.report.sections.jain_wallace import figure4_frame, table2_frame, table2_published
-from gridlab.report.tolerances import CAPPED, DEFAULT, PAPER_SPREAD, TOLERANCES, Width, rule_for, tolerance_for
+from gridlab.studies.fidelity_text import fidelity_summary
+from gridlab.studies.reruns import KEYS as RERUN_KEYS
+from gridlab.studies.reruns import reruns
+from gridlab.studies.sections.jain_wallace import figure4_frame, table2_frame, table2_published
+from gridlab.studies.tolerances import CAPPED, DEFAULT, PAPER_SPREAD, TOLERANCES, Width, rule_for, tolerance_for
 
 JW_GRID = {
     "name": "fidelity-jw",

@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gridlab.errors import GridlabError
-from gridlab.report.fidelity import FULL, IDENTITY, NOT_RUN, OUTSIDE, STALE, UNDEFINED, WITHIN, FidelityResult
+from gridlab.studies.fidelity import FULL, IDENTITY, NOT_RUN, OUTSIDE, STALE, UNDEFINED, WITHIN, FidelityResult
 
 PLAN_FILE = Path(__file__).with_name("fidelity_grids.yaml")
 FULL_SEEDS = 3
