@@ -1,4 +1,4 @@
-"""`gridlab fidelity`: docs/fidelity/ from the runs of the grids gridlab/report/fidelity_grids.yaml lists
+"""`gridlab fidelity`: docs/fidelity/ from the runs of the grids gridlab/studies/fidelity_grids.yaml lists
 (from the repository root), or from the numbers recorded beside the pages where this machine lacks the runs:
 the rule and the headline per paper and table, a page per paper, the ablations, verdicts.csv."""
 
@@ -20,7 +20,7 @@ PlanOption = Annotated[
     typer.Option(
         "--grids",
         help="The YAML that lists the grids and which decide each paper's numbers "
-        "(default: gridlab/report/fidelity_grids.yaml); its grid paths are relative to the working directory.",
+        "(default: gridlab/studies/fidelity_grids.yaml); its grid paths are relative to the working directory.",
     ),
 ]
 

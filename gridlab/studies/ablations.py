@@ -2,7 +2,7 @@
 id, naming (paper, quantity, a selector on the other fidelity columns) -> the ablation grid, its --where
 conditions, and a one-line finding.
 
-    >>> entries = load_ablations()                       # gridlab/report/ablations.yaml
+    >>> entries = load_ablations()                       # gridlab/studies/ablations.yaml
     >>> ablation_text(row, entries, verdict="outside")   # 'sst_embeddings_jw_training, agnews_titles'
     >>> entries[0].finding, entries[0].command           # written once, on docs/fidelity/ablations.md
 

@@ -35,7 +35,7 @@ PAPER = ("published", "published_seed_std", "rerun", "table", "note", "corpus")
 
 @dataclass(frozen=True)
 class Comparison:
-    key: str  # the table key in gridlab.report.published
+    key: str  # the table key in gridlab.studies.published
     analyses: tuple[str, ...]  # whose rows `ours` reads (and which must be requested for a cell to aim at it)
     keys: tuple[str, ...]  # the model axes ours is grouped by (a config's part that names a published number)
     join: tuple[str, ...]  # the config columns the paper's numbers join on (as the section joins them)

@@ -146,7 +146,7 @@ CAPTION = (
     "row per claim (condition 'all': holds when every decided condition holds, reversed when none holds and "
     "some are reversed, partly when they disagree, not run when no row decides it; its value is the share "
     "of decided conditions that hold). Each claim's statistic and rule, with the paper's words it rests on, "
-    "are in docs/conclusions.md and gridlab/report/claims.py; the CSV has every value at full precision."
+    "are in docs/conclusions.md and gridlab/studies/claims.py; the CSV has every value at full precision."
 )
 
 
@@ -212,7 +212,7 @@ def conclusions_document(frame: pd.DataFrame, grids: Sequence[ExpandedGrid], com
             "## How each claim is decided",
             "",
             "Every statistic is computed per model over its test instances, then averaged across seeds, by the "
-            "functions of the report's sections (`gridlab/report/claims.py` names them). Where a rule compares "
+            "functions of the report's sections (`gridlab/studies/claims.py` names them). Where a rule compares "
             "a value with a reference, the 95% t-interval across seeds decides: the claimed side when the whole "
             "interval lies on it, reversed when it lies wholly on the other side, partly when it contains the "
             "reference (one seed: the mean decides). A claim's overall row (condition `all`) holds when every "

@@ -119,7 +119,7 @@ def caption(result: FidelityResult) -> str:
         "graph_outputs) is judged in its own column, rerun verdict, and widens nothing. Reduced: fewer than "
         f"{FULL_SEEDS} seeds, a training subset, a sample of test instances or another corpus. Ours: the "
         "section's own value, the mean across seeds ± its std across seeds. ablation: the ids of "
-        "gridlab/report/ablations.yaml that test why (their findings below the rows), 'no ablation yet' where "
+        "gridlab/studies/ablations.yaml that test why (their findings below the rows), 'no ablation yet' where "
         f"none has been run. Extra measurements: copies of a number onto gridlab's other models, or rows of a "
         f"grid that decides no verdict for that paper (docs/fidelity/README.md).{pooled} {NOT_JOINED}"
     )
@@ -341,7 +341,7 @@ def fidelity_section(result: FidelityResult, entries: list[Ablation] | None = No
             f"{SECTION_ID}_tolerances",
             "Tolerances: how far ours may lie from a published number, and why",
             tolerance_frame(rules),
-            "Rules as data in gridlab/report/tolerances.py; a quantity without a rule is an error.",
+            "Rules as data in gridlab/studies/tolerances.py; a quantity without a rule is an error.",
         )
     )
     missing = [] if len(result.frame) else ["no published number matches this grid's cells and analyses"]

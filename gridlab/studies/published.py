@@ -1,6 +1,6 @@
 """The papers' published numbers, as data, so a report section can put them beside gridlab's own rows.
 
-    >>> from gridlab.report.published import published, TABLE_KEYS
+    >>> from gridlab.studies.published import published, TABLE_KEYS
     >>> paper = published("jw_table2")            # a fresh DataFrame each call
     >>> paper.query("dataset == 'sst' and encoder == 'lstm' and measure == 'tau_g'")[["pred", "mean", "std"]]
 
@@ -10,7 +10,7 @@ docs/analyses.md#published-headline-numbers), typed as printed (a figure's numbe
 it, with a `note`). Where the extracted text is garbled an entry is left out, never guessed (noted per table
 below).
 
-The numbers live in one CSV file per paper in `gridlab/report/published_data/` (`jain_wallace.csv`,
+The numbers live in one CSV file per paper in `gridlab/studies/published_data/` (`jain_wallace.csv`,
 `serrano_smith.csv`, `vashishth.csv`, `meister.csv`; shipped as package data), one row per printed number:
 `table` (the table or figure, as the frames cite it), `page` (the paper's page, where the text extraction
 shows it; empty otherwise), `row` and `column` (the paper's own labels as printed, header levels joined by

@@ -46,7 +46,7 @@ def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
         load_sections(),
         out,
         lead=[conclusions.conclusions_section(claims), fidelity_section(judged)],
-        sources="; the papers' columns come from gridlab.report.published",
+        sources="; the papers' columns come from gridlab.studies.published",
     )
     return ReportSummary(
         **{f.name: getattr(summary, f.name) for f in dataclasses.fields(summary)},

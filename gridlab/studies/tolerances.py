@@ -165,7 +165,7 @@ _BY_QUANTITY = {q: rule for rule in TOLERANCES for q in rule.quantities}
 def rule_for(quantity: str) -> Tolerance:
     """The rule of a quantity; a quantity without one is an error (a number is never judged without a width)."""
     if quantity not in _BY_QUANTITY:
-        raise KeyError(f"no tolerance rule for quantity {quantity!r} (add one to gridlab/report/tolerances.py)")
+        raise KeyError(f"no tolerance rule for quantity {quantity!r} (add one to gridlab/studies/tolerances.py)")
     return _BY_QUANTITY[quantity]
 
 

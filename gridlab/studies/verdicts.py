@@ -1,7 +1,7 @@
 """Each published number counted once: from the fidelity rows of every grid, the one row that decides each
 number (a verdict), and every other measured row as an extra measurement without a verdict count.
 
-    >>> plan = load_plan()                               # gridlab/report/fidelity_grids.yaml
+    >>> plan = load_plan()                               # gridlab/studies/fidelity_grids.yaml
     >>> verdicts, extras = decide(results, plan)         # results: FidelityResult per grid, carried and traced
     >>> headline(verdicts)                               # per paper and table: within (full / reduced), outside, ...
 

@@ -17,7 +17,7 @@ We give Kendall tau-b (the correlation the paper's footnote 2 names), Pearson r 
 with every entropy column; the paper's Table 2 is the entropy of g_y(x) (`entropy_gy_x`). How the paper
 pooled its points is not stated.
 
-Published numbers (`gridlab.report.published`, meister_table1/2/5/6) are joined on dataset, encoder and
+Published numbers (`gridlab.studies.published`, meister_table1/2/5/6) are joined on dataset, encoder and
 attention ("BiLSTM": lstm with additive attention; "Transformer": transformer with dot attention),
 projection where the paper names one, and the adversary variant. Table 5's accuracies are not in
 `published` (the text extraction runs them into their coloured differences), so only its JSD stands beside ours.
@@ -324,7 +324,7 @@ def adversary_table(rows: pd.DataFrame) -> Table:
         "'unfrozen' trains a fresh model. JSD of the adversary's attention from the base model's (mean over "
         "test instances, nats; at most ln 2 ≈ 0.69), the adversary's test accuracy and its difference from the "
         "base model's: mean ± std across seeds. "
-        f"Paper: {citation('meister_table5')}; its accuracies are not in gridlab.report.published (garbled "
+        f"Paper: {citation('meister_table5')}; its accuracies are not in gridlab.studies.published (garbled "
         "in the text extraction)." + _fixed(frame)
     )
     return Table("meister_table5", "Meister Table 5: frozen and unfrozen adversarial models", frame, caption, display)

@@ -14,7 +14,7 @@ pair (architecture pair) and generation (seq2seq). Per configuration (the model 
 - permute: infer only, as in the paper.
 Accuracies and their changes are in percentage points (the paper's unit); BLEU as sacrebleu gives it
 (0-100). Each number is a mean across seeds, with the sample std, the 95% t-interval and the seed count
-(`gridlab.report.stats`). The paper's numbers (`gridlab.report.published`, vashishth_table1..3) are joined
+(`gridlab.report.stats`). The paper's numbers (`gridlab.studies.published`, vashishth_table1..3) are joined
 on dataset, architecture, attention and variant/setting for recurrent encoders (lstm, gru: their Bi-RNN)
 with softmax projection; models the published tables leave without a gridlab attention id (Rocktäschel et
 al., Luong et al.) and datasets gridlab lacks do not join.
