@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
     {"results", "tracking"},
     {"execution"},
     {"report", "annotate", "api"},
+    {"studies"},
     {"cli", "__main__"},
 ]
 LAYER_OF = {name: i for i, layer in enumerate(LAYERS) for name in layer}
@@ -92,12 +93,14 @@ def torch_importers(package: str) -> list[str]:
     return found
 
 
-def test_reports_and_annotation_read_rows_only():
-    """No torch in report/ and annotate/, directly or through what they import: they read rows, never a model."""
-    assert torch_importers("report") == [] and torch_importers("annotate") == []
+def test_reports_studies_and_annotation_read_rows_only():
+    """No torch in report/, studies/ and annotate/, directly or through what they import: they read rows, never a
+    model."""
+    assert [torch_importers(p) for p in ("report", "studies", "annotate")] == [[], [], []]
     probe = (
-        "import sys, gridlab.report.build, gridlab.annotate.export, gridlab.annotate.score; "
-        "from gridlab.report.sections.registry import load_sections; load_sections(); "
+        "import sys, gridlab.report.build, gridlab.studies.report, gridlab.studies.fidelity_doc, "
+        "gridlab.annotate.export, gridlab.annotate.score; "
+        "from gridlab.studies.sections.registry import load_sections; load_sections(); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' or m.startswith('gridlab.analyses')))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

@@ -20,7 +20,7 @@ OutOption = Annotated[Path, typer.Option("--out", help="The Markdown file to wri
 def conclusions(grids: GridsArg, out: OutOption = Path("docs/conclusions.md")) -> None:
     """Write the conclusions document: every claim of the papers with its statistic and rule, then its verdict
     per condition of the grids' rows and overall, and which analyses would decide the claims not run."""
-    from gridlab.report.conclusions import summary, write_conclusions  # pandas and the sections load only here
+    from gridlab.studies.conclusions import summary, write_conclusions  # pandas and the sections load only here
 
     expanded = [load(grid, check_data=False) for grid in grids]  # rows suffice, as for `gridlab report`
     frame = write_conclusions(expanded, out)  # the document names this command line as its source

@@ -1,4 +1,4 @@
-"""`gridlab fidelity`: docs/fidelity/ from the runs of the grids gridlab/report/fidelity_grids.yaml lists
+"""`gridlab fidelity`: docs/fidelity/ from the runs of the grids gridlab/studies/fidelity_grids.yaml lists
 (from the repository root), or from the numbers recorded beside the pages where this machine lacks the runs:
 the rule and the headline per paper and table, a page per paper, the ablations, verdicts.csv."""
 
@@ -20,7 +20,7 @@ PlanOption = Annotated[
     typer.Option(
         "--grids",
         help="The YAML that lists the grids and which decide each paper's numbers "
-        "(default: gridlab/report/fidelity_grids.yaml); its grid paths are relative to the working directory.",
+        "(default: gridlab/studies/fidelity_grids.yaml); its grid paths are relative to the working directory.",
     ),
 ]
 
@@ -31,10 +31,10 @@ def fidelity(out: OutOption = Path("docs/fidelity"), grids: PlanOption = None) -
     (within / outside / not run / stale), the ablation that tests an outside one, and the trace of every
     measured number (its cells, the grid file's hash, the gridlab commit)."""
     # pandas and the sections load only here
-    from gridlab.report.fidelity_doc import fidelity_pages
-    from gridlab.report.fidelity_record import NumberRecord, record_paths
-    from gridlab.report.provenance import gridlab_commit
-    from gridlab.report.verdicts import PLAN_FILE, load_plan
+    from gridlab.studies.fidelity_doc import fidelity_pages
+    from gridlab.studies.fidelity_record import NumberRecord, record_paths
+    from gridlab.studies.provenance import gridlab_commit
+    from gridlab.studies.verdicts import PLAN_FILE, load_plan
 
     plan = load_plan(grids or PLAN_FILE)
     expanded = [load(Path(grid), check_data=False) for grid in plan.grids]  # rows suffice, as for `report`

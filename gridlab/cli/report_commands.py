@@ -21,7 +21,7 @@ def report(
     where: WhereOption = None,
 ) -> None:
     """Build the report: one section per paper from the grid's Parquet rows, and what is missing."""
-    from gridlab.report.build import build_report  # matplotlib and the sections load only for this command
+    from gridlab.studies.report import build_report  # matplotlib and the sections load only for this command
 
     expanded = load(grid, where, check_data=False)  # rows suffice; heatmaps say if data is absent
     say_results_folder(expanded, as_json=False)  # first: a missing folder explains an empty report

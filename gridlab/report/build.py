@@ -1,35 +1,26 @@
-"""`gridlab report`: every section of `sections/registry.py` over a grid's Parquet rows, rendered into one
-folder (default `results_dir/<grid>/report/`).
+"""A report over a grid's Parquet rows: every section it is given, rendered into one folder (default
+`results_dir/<grid>/report/`), after the results its caller made before them (`lead`: the claims and fidelity
+tables of `gridlab.studies.report`, which builds `gridlab report`).
 
-    >>> summary = build_report(expand(load_grid_file(path), str(path)))
+    >>> summary = build_report(ReportInputs.load(grid), load_sections())
     >>> summary.out, summary.tables, summary.figures, summary.missing
 
-The claims table comes first (`conclusions.py`: what each paper concluded, and whether these rows support
-it), then the fidelity table (`fidelity.py`: every published number the grid aims at, ours beside it,
-within / outside its tolerance / not run), then the sections. A section none of whose analyses has rows is
-listed under "missing" (with what to run), not rendered empty; a section that has rows but fails raises,
-and no report is written: a report that silently drops a paper would read as if that paper's analyses had
-nothing to show.
+A section none of whose analyses has rows is listed under "missing" (with what to run), not rendered empty; a
+section that has rows but fails raises, and no report is written: a report that silently drops a paper would
+read as if that paper's analyses had nothing to show.
 """
 
 from __future__ import annotations
 
-import datetime
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from gridlab.catalog.analyses import ANALYSES
-from gridlab.grid.expand import ExpandedGrid
-from gridlab.report import conclusions
 from gridlab.report.artifacts import Figure, Fragment, SectionOutput, Table
-from gridlab.report.fidelity import fidelity
-from gridlab.report.fidelity_record import NumberRecord, Trace
-from gridlab.report.fidelity_text import fidelity_section, fidelity_summary
 from gridlab.report.inputs import ReportInputs
-from gridlab.report.provenance import grid_hash, gridlab_commit
 from gridlab.report.render import SectionResult, render_report
 from gridlab.report.sections import Section
-from gridlab.report.sections.registry import load_sections
 from gridlab.text import counted
 
 
@@ -41,8 +32,6 @@ class ReportSummary:
     fragments: int
     sections: list[str]  # ids of the rendered sections
     missing: list[str]  # "<section title>: <what is missing and how to get it>"
-    fidelity: str = ""  # the fidelity table's verdict counts (its tables are not counted above)
-    conclusions: str = ""  # the claims' overall verdict counts (nor is the claims table)
 
     @property
     def index(self) -> Path:
@@ -89,36 +78,31 @@ def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
     return SectionResult(section.id, section.title, list(output.artifacts), lines)
 
 
-def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
-    inputs = ReportInputs.load(grid)
+def build_report(
+    inputs: ReportInputs,
+    sections: Sequence[Section],
+    out: Path | None = None,
+    lead: Sequence[SectionResult] = (),
+    sources: str = "",
+) -> ReportSummary:
+    """Every section over `inputs`, after `lead` (shown first, as given, and not counted in the summary);
+    `sources` ends the introduction's sentence on where the numbers come from."""
+    grid = inputs.grid
     out = Path(out) if out is not None else grid.workspace.report
-    # Traced as `gridlab fidelity` traces what it measures: the cells, the grid file's hash, the commit.
-    trace = Trace(grid_hash(Path(grid.file)), gridlab_commit(), datetime.date.today().isoformat())
-    judged = NumberRecord.empty().carry(fidelity(inputs), [], trace)  # an empty record: nothing carried
-    sections = [run_section(section, inputs) for section in load_sections()]
+    results = [run_section(section, inputs) for section in sections]
     trained = len(inputs.cells)
     intro = (
         f"Grid {grid.spec.name} ({grid.file}): {trained} of {len(grid.cells)} cells trained; "
         f"rows from {grid.workspace.analyses}. Every number in the tables is computed from those rows, "
-        "per model first and then across seeds; the papers' columns come from gridlab.report.published."
+        f"per model first and then across seeds{sources}."
     )
-    # The claims first (does each paper's conclusion hold on these rows?), then the fidelity table: does this
-    # grid reproduce the papers' numbers, and where not, what tests why.
-    claims = conclusions.claims_frame({grid.spec.name: inputs})
-    render_report(
-        [conclusions.conclusions_section(claims), fidelity_section(judged), *sections],
-        out,
-        title=f"gridlab report: {grid.spec.name}",
-        intro=intro,
-    )
-    artifacts = [a for r in sections for a in r.artifacts]
+    render_report([*lead, *results], out, title=f"gridlab report: {grid.spec.name}", intro=intro)
+    artifacts = [a for r in results for a in r.artifacts]
     return ReportSummary(
         out=out,
         tables=sum(isinstance(a, Table) for a in artifacts),
         figures=sum(isinstance(a, Figure) for a in artifacts),
         fragments=sum(isinstance(a, Fragment) for a in artifacts),
-        sections=[r.id for r in sections if r.rendered],
-        missing=[f"{r.title}: {line}" for r in sections for line in r.missing],
-        fidelity=fidelity_summary(judged),
-        conclusions=conclusions.summary(claims),
+        sections=[r.id for r in results if r.rendered],
+        missing=[f"{r.title}: {line}" for r in results for line in r.missing],
     )

@@ -51,7 +51,7 @@ class FakeInputs:
 def no_shipped_ablations(monkeypatch: pytest.MonkeyPatch) -> None:
     """The shipped ablations.yaml names real SST runs; report tests build synthetic rows for the same cells,
     so they see no entries unless a test passes its own."""
-    for module in ("gridlab.report.fidelity", "gridlab.report.fidelity_doc"):
+    for module in ("gridlab.studies.fidelity", "gridlab.studies.fidelity_doc"):
         monkeypatch.setattr(f"{module}.load_ablations", lambda: [])
 
 

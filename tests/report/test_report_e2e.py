@@ -14,8 +14,8 @@ import yaml
 from typer.testing import CliRunner
 
 from gridlab.cli import app
-from gridlab.report.walltime import wall_time
 from gridlab.store.layout import GridWorkspace
+from gridlab.studies.walltime import wall_time
 
 pytestmark = pytest.mark.slow
 

@@ -1,8 +1,8 @@
-"""The report's sections, in the order `index.html` shows them: one per paper, then gridlab's own.
+"""gridlab's own sections, in the order `index.html` shows them after the papers' (which
+`gridlab.studies.sections.registry` puts first).
 
     >>> [section.id for section in load_sections()]
-    ['jain_wallace', 'serrano_smith', 'wiegreffe_pinter', 'vashishth', 'meister', 'rationale', 'faithfulness',
-     'heatmaps', 'summaries']
+    ['rationale', 'faithfulness', 'heatmaps', 'summaries']
 
 Each module exposes `SECTION` (a `gridlab.report.sections.Section`).
 """
@@ -10,17 +10,13 @@ Each module exposes `SECTION` (a `gridlab.report.sections.Section`).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 
 from gridlab.report.sections import Section
 
 PACKAGE = "gridlab.report.sections"
 
 SECTIONS: tuple[str, ...] = (
-    f"{PACKAGE}.jain_wallace",
-    f"{PACKAGE}.serrano_smith",
-    f"{PACKAGE}.wiegreffe_pinter",
-    f"{PACKAGE}.vashishth",
-    f"{PACKAGE}.meister",
     f"{PACKAGE}.rationale",
     f"{PACKAGE}.faithfulness",
     f"{PACKAGE}.heatmaps",
@@ -35,6 +31,7 @@ def load_section(module_name: str) -> Section:
     return section
 
 
-def load_sections() -> list[Section]:
-    """Every section, imported by module name: a module that is missing or fails to import is an error."""
-    return [load_section(name) for name in SECTIONS]
+def load_sections(names: Sequence[str] = SECTIONS) -> list[Section]:
+    """Every section of `names`, imported by module name: a module that is missing or fails to import is an
+    error."""
+    return [load_section(name) for name in names]
