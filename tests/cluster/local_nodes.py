@@ -9,7 +9,6 @@ Used from a cluster file (Ray's documented hook for a provider of one's own):
       module: tests.cluster.local_nodes.LocalNodeProvider
       state_dir: /tmp/.../nodes            # one home folder per node, and the nodes' state (a JSON file)
       image_python: /path/to/venv          # what each new node finds in ~/gridlab-env (see `_provision`)
-      environment: {PYTHONPATH: ...}       # set for every command a node runs
 
 Why not Ray's own fake providers (Ray 2.60): `type: fake_multinode` fails in `ray up` before any node exists,
 since the wheel lacks the `fake_multi_node/example.yaml` that `_get_default_config` opens; given as an
@@ -34,6 +33,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sysconfig
 import venv
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -115,7 +115,6 @@ class LocalNodeProvider(NodeProvider):
 
     def get_command_runner(self, log_prefix: str, node_id: str, *args: Any, **kwargs: Any) -> LocalCommandRunner:
         environment = {k: v for k, v in os.environ.items() if not k.startswith(NOT_INHERITED)}
-        environment |= self.provider_config.get("environment", {})
         environment |= {"HOME": str(self.state_dir / node_id), "PATH": SYSTEM_PATH, NODE_ID_VARIABLE: node_id}
         return LocalCommandRunner(log_prefix, environment)
 
@@ -138,7 +137,7 @@ def _provision(home: Path, image_python: Path) -> None:
         text=True,
         check=True,
     ).stdout.strip()
-    (env / "lib" / "python3.11" / "site-packages" / "image.pth").write_text(outer + "\n")
+    (Path(sysconfig.get_path("purelib", vars={"base": str(env)})) / "image.pth").write_text(outer + "\n")
     for distribution in importlib.metadata.distributions(path=[outer]):
         for entry in distribution.entry_points.select(group="console_scripts"):
             script = env / "bin" / entry.name

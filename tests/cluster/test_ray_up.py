@@ -146,6 +146,7 @@ def test_ray_up_runs_a_grid_against_s3_and_ray_down_ends_it(object_store: Object
     job = tmp_path / "job"  # the job's working dir: only the grid (the head runs the checkout it installed)
     job.mkdir()
     grid = write_grid(job, results_dir=object_store.uri("runs"), tracking_uri="http://127.0.0.1:5000", **settings)
+    # `ray up`, `ray down` and the head's autoscaler (the nodes inherit it) import the provider from tests/
     launcher = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     client = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
     try:
