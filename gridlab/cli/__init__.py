@@ -5,8 +5,8 @@ gridlab plan grids/quick.yaml
 gridlab data list
 gridlab report grids/quick.yaml
 gridlab ui grids/quick.yaml
-gridlab fidelity                                   # docs/fidelity/ from the grids of studies/fidelity_grids.yaml
-gridlab conclusions grids/jain_wallace.yaml grids/serrano_smith.yaml --out docs/conclusions.md
+gridlab fidelity                         # docs/fidelity/ and docs/conclusions.md (studies/fidelity_grids.yaml)
+gridlab conclusions grids/jain_wallace.yaml grids/serrano_smith.yaml --out conclusions.md
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """`gridlab fidelity`: docs/fidelity/ from the runs of the grids gridlab/studies/fidelity_grids.yaml lists
 (from the repository root), or from the numbers recorded beside the pages where this machine lacks the runs:
-the rule and the headline per paper and table, a page per paper, the ablations, verdicts.csv."""
+the rule and the headline per paper and table, a page per paper, the ablations, verdicts.csv; and beside them
+docs/conclusions.md and conclusions.csv, the papers' claims decided by the grids listed under `conclusions`,
+carried likewise from the CSV where this machine lacks their runs."""
 
 from __future__ import annotations
 
@@ -23,23 +25,46 @@ PlanOption = Annotated[
         "(default: gridlab/studies/fidelity_grids.yaml); its grid paths are relative to the working directory.",
     ),
 ]
+ConclusionsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--conclusions",
+        help="The conclusions page to write, its CSV beside it (default: conclusions.md in the folder above --out).",
+    ),
+]
 
 
 @user_errors
-def fidelity(out: OutOption = Path("docs/fidelity"), grids: PlanOption = None) -> None:
+def fidelity(
+    out: OutOption = Path("docs/fidelity"), grids: PlanOption = None, conclusions: ConclusionsOption = None
+) -> None:
     """Write the fidelity pages: each published number once, ours beside it, its tolerance and verdict
     (within / outside / not run / stale), the ablation that tests an outside one, and the trace of every
-    measured number (its cells, the grid file's hash, the gridlab commit)."""
+    measured number (its cells, the grid file's hash, the gridlab commit); then the conclusions page of the
+    grids listed under `conclusions`, each finding traced likewise."""
     # pandas and the sections load only here
+    from gridlab.studies.conclusions import summary
+    from gridlab.studies.conclusions_doc import conclusions_pages
+    from gridlab.studies.conclusions_record import ClaimRecord, record_path
     from gridlab.studies.fidelity_doc import fidelity_pages
     from gridlab.studies.fidelity_record import NumberRecord, record_paths
     from gridlab.studies.provenance import gridlab_commit
     from gridlab.studies.verdicts import PLAN_FILE, load_plan
 
     plan = load_plan(grids or PLAN_FILE)
-    expanded = [load(Path(grid), check_data=False) for grid in plan.grids]  # rows suffice, as for `report`
-    pages = fidelity_pages(expanded, plan, NumberRecord.read(out), datetime.date.today(), gridlab_commit())
+    files = list(dict.fromkeys([*plan.grids, *plan.conclusions]))
+    expanded = {file: load(Path(file), check_data=False) for file in files}  # rows suffice, as for `report`
+    today, commit = datetime.date.today(), gridlab_commit()
+    pages = fidelity_pages([expanded[g] for g in plan.grids], plan, NumberRecord.read(out), today, commit)
     for name, text in pages.files.items():
         write_text(out / name, text)
     pages.record.write(out)
     echo(f"fidelity: {out}/README.md and {len(pages.files) - 1} more (the record: {record_paths(out)[0]})")
+    if not plan.conclusions:
+        return
+    document = conclusions or out.parent / "conclusions.md"
+    claims = [expanded[g] for g in plan.conclusions]
+    written = conclusions_pages(claims, ClaimRecord.read(record_path(document)), today, commit)
+    write_text(document, written.markdown)
+    write_text(record_path(document), written.csv)
+    echo(f"conclusions: {document} ({summary(written.table)}; the record: {record_path(document)})")

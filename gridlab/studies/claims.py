@@ -34,6 +34,8 @@ from gridlab.studies.sections.wiegreffe_pinter import VARIANTS, comparison_frame
 
 HOLDS, PARTLY, REVERSED, NOT_RUN = "holds", "partly", "reversed", "not run"
 VERDICTS = (HOLDS, PARTLY, REVERSED, NOT_RUN)
+# A recorded finding whose cells are no longer the grid's (`conclusions_record`): shown, counted as not run.
+STALE = "stale"
 LN2 = math.log(2.0)
 BILSTM = "lstm"  # J&W's BiLSTM; their "average" encoder is gridlab's `average`
 # Encoders whose hidden states mix the words (J&W's BiLSTM and CNN, and the later ones): each is compared with
@@ -57,6 +59,7 @@ class Finding:
     value: float
     verdict: str
     detail: str  # the numbers the rule compared, for reading
+    cells: tuple[str, ...] = ()  # the ids of the cells whose rows it read: what the record traces it to
 
 
 @dataclass(frozen=True)
@@ -96,14 +99,26 @@ def against(frame_row: pd.Series, column: str, reference: float, claimed: Litera
     return HOLDS if where == claimed else PARTLY if where == "within" else REVERSED
 
 
-def seeds_of(rows: pd.DataFrame, condition: dict[str, Any]) -> tuple[int, ...]:
-    """The seeds of the rows matching `condition` (null matches null)."""
+def _matching(rows: pd.DataFrame, condition: dict[str, Any]) -> pd.DataFrame:
+    """The rows matching `condition` (null matches null)."""
     mask = pd.Series(True, index=rows.index)
     for axis, value in condition.items():
         if axis in rows.columns:
             column = rows[axis]
             mask &= column.isna() if _null(value) else column.eq(value)
-    return tuple(sorted(int(s) for s in rows.loc[mask, "seed"].dropna().unique()))
+    return rows[mask]
+
+
+def seeds_of(rows: pd.DataFrame, condition: dict[str, Any]) -> tuple[int, ...]:
+    """The seeds of the rows matching `condition` (null matches null)."""
+    return tuple(sorted(int(s) for s in _matching(rows, condition)["seed"].dropna().unique()))
+
+
+def cells_of(rows: pd.DataFrame, *conditions: dict[str, Any]) -> tuple[str, ...]:
+    """The ids of the cells whose rows match any of `conditions`, sorted: the cells a finding was measured on."""
+    if "cell_id" not in rows.columns:
+        return ()
+    return tuple(sorted({str(c) for condition in conditions for c in _matching(rows, condition)["cell_id"].dropna()}))
 
 
 def _null(value: Any) -> bool:
@@ -124,18 +139,16 @@ def per_configuration(
         verdict, value, detail = decide(row)
         if not verdict:
             continue
-        condition = shown_condition(row, shown)
-        findings.append(
-            Finding(condition, seeds_of(rows, shown_condition(row, model_axes(rows))), value, verdict, detail)
-        )
+        condition, model = shown_condition(row, shown), shown_condition(row, model_axes(rows))
+        findings.append(Finding(condition, seeds_of(rows, model), value, verdict, detail, cells_of(rows, model)))
     return findings
 
 
 def paired(
     table: pd.DataFrame, rows: pd.DataFrame, axis: str, first: Any, second: Any
-) -> list[tuple[dict[str, Any], tuple[int, ...], pd.Series, pd.Series]]:
+) -> list[tuple[dict[str, Any], tuple[int, ...], pd.Series, pd.Series, tuple[str, ...]]]:
     """Rows of `table` with `axis` = first matched to those with `axis` = second on every other configuration
-    axis: (the shared condition, the seeds of both, the first row, the second row)."""
+    axis: (the shared condition, the seeds of both, the first row, the second row, the cells of both)."""
     shared = [a for a in model_axes(table) if a != axis]
     shown = [a for a in grouping_axes(rows, SHOWN) if a != axis]
     one, two = table[table[axis] == first], table[table[axis] == second]
@@ -144,8 +157,9 @@ def paired(
         for _, b in two.iterrows():
             if all((_null(a[k]) and _null(b[k])) or a[k] == b[k] for k in shared):
                 key = shown_condition(a, shared)
-                seeds = sorted({*seeds_of(rows, {**key, axis: first}), *seeds_of(rows, {**key, axis: second})})
-                out.append((shown_condition(a, shown), tuple(seeds), a, b))
+                both = ({**key, axis: first}, {**key, axis: second})
+                seeds = sorted({*seeds_of(rows, both[0]), *seeds_of(rows, both[1])})
+                out.append((shown_condition(a, shown), tuple(seeds), a, b, cells_of(rows, *both)))
     return out
 
 
@@ -173,7 +187,7 @@ def jw_weak_correlation(inputs: ReportInputs) -> list[Finding]:
     contextual = [encoder for encoder in CONTEXTUAL if (table["encoder"] == encoder).any()]
     findings = []
     for encoder in contextual:
-        for condition, seeds, model, average in paired(table, rows, "encoder", encoder, "average"):
+        for condition, seeds, model, average, cells in paired(table, rows, "encoder", encoder, "average"):
             difference = float(model["tau_g"] - average["tau_g"])
             if math.isnan(difference):
                 continue
@@ -181,7 +195,7 @@ def jw_weak_correlation(inputs: ReportInputs) -> list[Finding]:
             name = "BiLSTM" if encoder == BILSTM else encoder
             detail = f"mean τ_g: {name} {model['tau_g']:.3f}, average {average['tau_g']:.3f}"
             shown = {"encoder": encoder, **condition} if len(contextual) > 1 else condition
-            findings.append(Finding(shown, seeds, difference, verdict, detail))
+            findings.append(Finding(shown, seeds, difference, verdict, detail, cells))
     return findings
 
 
@@ -286,7 +300,7 @@ def wp_uniform_baseline(inputs: ReportInputs) -> list[Finding]:
         return []
     table = seed_table(cells, model_axes(cells), {"accuracy": ("test_accuracy", "mean")})
     findings = []
-    for condition, seeds, model, uniform in paired(table, cells, "attention_mode", "learned", "uniform"):
+    for condition, seeds, model, uniform, measured in paired(table, cells, "attention_mode", "learned", "uniform"):
         gap = float(model["accuracy"] - uniform["accuracy"])
         if math.isnan(gap):
             continue
@@ -297,7 +311,7 @@ def wp_uniform_baseline(inputs: ReportInputs) -> list[Finding]:
             verdict = HOLDS if uniform["accuracy"] >= low else REVERSED
             interval = f"learned 95% interval from {low:.4f}"
         detail = f"test accuracy: learned {model['accuracy']:.4f}, uniform {uniform['accuracy']:.4f}; {interval}"
-        findings.append(Finding(condition, seeds, gap, verdict, detail))
+        findings.append(Finding(condition, seeds, gap, verdict, detail, measured))
     return findings
 
 
@@ -443,11 +457,9 @@ def meister_sparsity(inputs: ReportInputs) -> list[Finding]:
             f"{name} {tau:.3f}" for name, tau in zip(names, sparse["tau_gy_x"])
         )
         key = shown_condition(dense.iloc[0], shared)
-        findings.append(
-            Finding(
-                shown_condition(dense.iloc[0], shown), seeds_of(rows, key), float(differences.max()), verdict, detail
-            )
-        )
+        condition = shown_condition(dense.iloc[0], shown)
+        value = float(differences.max())
+        findings.append(Finding(condition, seeds_of(rows, key), value, verdict, detail, cells_of(rows, key)))
     return findings
 
 
@@ -580,18 +592,21 @@ def neely_disagreement(inputs: ReportInputs) -> list[Finding]:
                         condition[axis] = a[axis]
                     else:
                         condition |= {f"{PRETRAINED} {axis}": a[axis], f"{BILSTM} {axis}": b[axis]}
-                seeds = sorted(
-                    {
-                        *seeds_of(rows, shown_condition(a, model_axes(rows))),
-                        *seeds_of(rows, shown_condition(b, model_axes(rows))),
-                    }
-                )
+                models = (shown_condition(a, model_axes(rows)), shown_condition(b, model_axes(rows)))
+                seeds = sorted({*seeds_of(rows, models[0]), *seeds_of(rows, models[1])})
                 detail = (
                     f"mean pairwise τ over {len(columns)} pairs of rankings: pretrained {a['agreement']:.3f}"
                     f"{_interval(a)}, BiLSTM {b['agreement']:.3f}{_interval(b)}"
                 )
                 findings.append(
-                    Finding(condition, tuple(seeds), float(a["agreement"] - b["agreement"]), verdict, detail)
+                    Finding(
+                        condition,
+                        tuple(seeds),
+                        float(a["agreement"] - b["agreement"]),
+                        verdict,
+                        detail,
+                        cells_of(rows, *models),
+                    )
                 )
     return findings
 

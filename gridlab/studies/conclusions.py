@@ -1,7 +1,8 @@
 """The claims table: what each paper concluded and whether a grid's rows support it, one row per claim and
 condition and one overall row per claim (condition `all`). `gridlab report` shows it first
-(`conclusions_section`: conclusions.md and conclusions.csv); `gridlab conclusions` writes docs/conclusions.md
-from one or more grids (`write_conclusions`), with every rule written before its numbers.
+(`conclusions_section`: conclusions.md and conclusions.csv); `gridlab conclusions` writes the document of any
+grids' rows (`write_conclusions`), with every rule written before its numbers; `gridlab fidelity` writes
+docs/conclusions.md and its record from the study's grids (`conclusions_doc`, `conclusions_record`).
 
     >>> frame = claims_frame({"quick": ReportInputs.load(expanded)})
     >>> conclusions_section(frame)             # the report's first section: conclusions.md, conclusions.csv
@@ -29,7 +30,7 @@ from gridlab.report.artifacts import Table
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.render import SectionResult, cell_text, markdown_table
 from gridlab.store.atomic import write_text
-from gridlab.studies.claims import CLAIM_LIST, HOLDS, NOT_RUN, PARTLY, REVERSED, Claim, Finding
+from gridlab.studies.claims import CLAIM_LIST, HOLDS, NOT_RUN, PARTLY, REVERSED, STALE, Claim, Finding
 
 SECTION_ID = "conclusions"
 TITLE = "Conclusions: what each paper claimed, and whether these rows support it"
@@ -56,42 +57,50 @@ def overall(verdicts: Sequence[str]) -> str:
     return PARTLY
 
 
-def claim_rows(claim: Claim, grids: Mapping[str, ReportInputs]) -> list[dict[str, Any]]:
-    """The claim's rows: one per condition of every grid, then its overall row."""
-    rows: list[dict[str, Any]] = []
-    for grid, inputs in grids.items():
-        for finding in claim.decide(inputs):
-            rows.append(
-                {
-                    "claim": claim.id,
-                    "condition": condition_text(finding),
-                    "statistic": claim.statistic,
-                    "value": float(finding.value),
-                    "verdict": finding.verdict,
-                    "detail": finding.detail,
-                    "seeds": len(finding.seeds),
-                    "grid": grid,
-                    "paper": claim.paper,
-                }
-            )
-    verdicts: list[str] = [r["verdict"] for r in rows]
-    verdict = overall(verdicts)
-    decided = [v for v in verdicts if v != NOT_RUN]
-    counts = ", ".join(f"{sum(v == name for v in verdicts)} {name}" for name in (HOLDS, PARTLY, REVERSED, NOT_RUN))
-    rows.append(
+def finding_rows(claim: Claim, grid: str, inputs: ReportInputs) -> list[dict[str, Any]]:
+    """The claim's rows of one grid (`grid`: its label in the table), one per condition its rows decide, each
+    with the cells it was measured on (`cells`, space-separated ids)."""
+    return [
         {
             "claim": claim.id,
-            "condition": OVERALL,
-            "statistic": "share of decided conditions that hold",
-            "value": sum(v == HOLDS for v in decided) / len(decided) if decided else math.nan,
-            "verdict": verdict,
-            "detail": f"conditions: {counts}" if rows else f"needs {claim.needs}{requested_by(claim, grids)}",
-            "seeds": math.nan,
-            "grid": ", ".join(grids),
+            "condition": condition_text(finding),
+            "statistic": claim.statistic,
+            "value": float(finding.value),
+            "verdict": finding.verdict,
+            "detail": finding.detail,
+            "seeds": len(finding.seeds),
+            "grid": grid,
             "paper": claim.paper,
+            "cells": " ".join(finding.cells),
         }
-    )
-    return rows
+        for finding in claim.decide(inputs)
+    ]
+
+
+def overall_row(claim: Claim, rows: Sequence[Mapping[str, Any]], grids: Mapping[str, ReportInputs]) -> dict[str, Any]:
+    """The claim's overall row over its condition rows `rows` (a stale one counts as not run)."""
+    verdicts = [NOT_RUN if r["verdict"] == STALE else r["verdict"] for r in rows]
+    decided = [v for v in verdicts if v != NOT_RUN]
+    counts = ", ".join(f"{sum(v == name for v in verdicts)} {name}" for name in (HOLDS, PARTLY, REVERSED, NOT_RUN))
+    stale = sum(r["verdict"] == STALE for r in rows)
+    counts += f" ({stale} stale)" if stale else ""
+    return {
+        "claim": claim.id,
+        "condition": OVERALL,
+        "statistic": "share of decided conditions that hold",
+        "value": sum(v == HOLDS for v in decided) / len(decided) if decided else math.nan,
+        "verdict": overall(verdicts),
+        "detail": f"conditions: {counts}" if rows else f"needs {claim.needs}{requested_by(claim, grids)}",
+        "seeds": math.nan,
+        "grid": ", ".join(grids),
+        "paper": claim.paper,
+    }
+
+
+def claim_rows(claim: Claim, grids: Mapping[str, ReportInputs]) -> list[dict[str, Any]]:
+    """The claim's rows: one per condition of every grid, then its overall row."""
+    rows = [row for grid, inputs in grids.items() for row in finding_rows(claim, grid, inputs)]
+    return [*rows, overall_row(claim, rows, grids)]
 
 
 def requested_by(claim: Claim, grids: Mapping[str, ReportInputs]) -> str:
@@ -198,45 +207,52 @@ def rules_markdown() -> str:
     return "\n".join(parts)
 
 
-def conclusions_document(frame: pd.DataFrame, grids: Sequence[ExpandedGrid], command: str) -> str:
-    """docs/conclusions.md: the command that wrote it, the rules, then the claims table `frame` of `grids`."""
-    sources = "\n".join(f"- `{g.spec.name}`: {g.file}, rows from {g.workspace.analyses}" for g in grids)
+DOCUMENT_TITLE = "# Conclusions: what each paper claimed, and whether gridlab's runs support it"
+HOW_DECIDED = (
+    "Every statistic is computed per model over its test instances, then averaged across seeds, by the "
+    "functions of the report's sections (`gridlab/studies/claims.py` names them). Where a rule compares "
+    "a value with a reference, the 95% t-interval across seeds decides: the claimed side when the whole "
+    "interval lies on it, reversed when it lies wholly on the other side, partly when it contains the "
+    "reference (one seed: the mean decides). A claim's overall row (condition `all`) holds when every "
+    "decided condition holds, is reversed when none holds and some are reversed, partly when they "
+    "disagree, and not run when the rows decide no condition."
+)
+
+
+def conclusions_document(
+    frame: pd.DataFrame, source: Sequence[str], shown: pd.DataFrame | None = None, notes: Sequence[str] = ()
+) -> str:
+    """docs/conclusions.md: where its rows came from (`source`, Markdown lines), the rules, then the claims
+    table `frame` (shown as `shown`, default `display(frame)`) and `notes` below it."""
     return "\n".join(
         [
-            "# Conclusions: what each paper claimed, and whether gridlab's runs support it",
+            DOCUMENT_TITLE,
             "",
-            f"Generated by `{command}` from these grids' Parquet rows (rewrite it with the same command):",
-            "",
-            sources,
+            *source,
             "",
             "## How each claim is decided",
             "",
-            "Every statistic is computed per model over its test instances, then averaged across seeds, by the "
-            "functions of the report's sections (`gridlab/studies/claims.py` names them). Where a rule compares "
-            "a value with a reference, the 95% t-interval across seeds decides: the claimed side when the whole "
-            "interval lies on it, reversed when it lies wholly on the other side, partly when it contains the "
-            "reference (one seed: the mean decides). A claim's overall row (condition `all`) holds when every "
-            "decided condition holds, is reversed when none holds and some are reversed, partly when they "
-            "disagree, and not run when the rows decide no condition.",
+            HOW_DECIDED,
             "",
             rules_markdown(),
             "## Verdicts",
             "",
-            markdown_table(display(frame)),
+            markdown_table(display(frame) if shown is None else shown),
             "",
             f"Overall: {summary(frame)}.",
+            *notes,
             *undecided_markdown(frame),
             "",
         ]
     )
 
 
-def write_conclusions(grids: Sequence[ExpandedGrid], out: Path, command: str | None = None) -> pd.DataFrame:
-    """Writes the conclusions document of these grids to `out` (docs/conclusions.md); returns its table.
-    `command` is what the document says made it (default: the `gridlab conclusions` line that would), so
-    another command (`gridlab fidelity`) can write it too and name itself."""
-    if command is None:
-        command = shlex.join(["gridlab", "conclusions", *(str(g.file) for g in grids), "--out", str(out)])
+def write_conclusions(grids: Sequence[ExpandedGrid], out: Path) -> pd.DataFrame:
+    """Writes the conclusions document of these grids' rows to `out`, naming the `gridlab conclusions` line
+    that rewrites it; returns its table. (docs/conclusions.md itself is `gridlab fidelity`'s: `conclusions_doc`.)"""
+    command = shlex.join(["gridlab", "conclusions", *(str(g.file) for g in grids), "--out", str(out)])
     frame = claims_frame({grid.spec.name: ReportInputs.load(grid) for grid in grids})
-    write_text(Path(out), conclusions_document(frame, grids, command))
+    sources = [f"- `{g.spec.name}`: {g.file}, rows from {g.workspace.analyses}" for g in grids]
+    source = [f"Generated by `{command}` from these grids' Parquet rows (rewrite it with the same command):", ""]
+    write_text(Path(out), conclusions_document(frame, [*source, *sources]))
     return frame

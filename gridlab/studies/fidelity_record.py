@@ -24,28 +24,18 @@ from typing import Any
 
 import pandas as pd
 
-from gridlab.errors import GridlabError
 from gridlab.store.atomic import write_text
 from gridlab.studies.ablations import Ablation, ablation_text
 from gridlab.studies.fidelity import IDENTITY, NOT_RUN, STALE, FidelityResult, rerun_verdict_for, verdict_for
+from gridlab.studies.record import TRACE, Trace, cell_ids, key_text, read_record
 from gridlab.studies.walltime import WallTime
 
 TABLES = ("fidelity", "sensitivity")  # which of a grid's two frames a recorded number belongs to
 NUMBER_KEY = ["file", "frame", "axis", "value", *IDENTITY]
 MEASURED = ["ours", "ours_std", "n_seeds", "n_instances"]
-TRACE = ["cells", "grid_hash", "commit"]  # what the number was measured on (absent from rows before 2026-11-28)
 NUMBER_COLUMNS = [*NUMBER_KEY, *MEASURED, "note", "measured_on", *TRACE]
 RECORD_FILE, WALL_FILE = "record.csv", "walltime.csv"
 CURRENT = "current"
-
-
-@dataclass(frozen=True)
-class Trace:
-    """What a number measured now is traced to: the grid file's content hash, the gridlab commit, the day."""
-
-    grid_hash: str
-    commit: str
-    measured_on: str
 
 
 WALL_COLUMNS = ["file", "launches", "launch_seconds", "unfinished", "trials", "epochs", "train_seconds", "measured_on"]
@@ -69,8 +59,9 @@ class NumberRecord:
     def read(cls, document: Path) -> NumberRecord:
         """The record beside `document`; empty when there is none. A record without its columns is an error."""
         numbers_path, walls_path = record_paths(document)
-        numbers = _read(numbers_path, NUMBER_COLUMNS, TRACE) if numbers_path.is_file() else cls.empty().numbers
-        walls = _read(walls_path, WALL_COLUMNS) if walls_path.is_file() else cls.empty().walls
+        # TRACE is absent from rows recorded before 2026-11-28
+        numbers = read_record(numbers_path, NUMBER_COLUMNS, TRACE) if numbers_path.is_file() else cls.empty().numbers
+        walls = read_record(walls_path, WALL_COLUMNS) if walls_path.is_file() else cls.empty().walls
         return cls(numbers, walls)
 
     def write(self, document: Path) -> None:
@@ -157,7 +148,7 @@ def _carry_frame(frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Abla
     rows = []
     for row in frame.to_dict(orient="records"):
         # One number may have had several measured rows (cells that differ in a second setting axis).
-        matches = by_key.get(tuple(_key_text(row[k]) for k in key), [])
+        matches = by_key.get(tuple(key_text(row[k]) for k in key), [])
         current = [found for found in matches if _current(found, row)]
         if row["verdict"] == NOT_RUN:
             rows += [_carried(row, found, entries) for found in matches] or [row]
@@ -171,8 +162,8 @@ def _carry_frame(frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Abla
 def _current(found: dict[str, Any], row: dict[str, Any]) -> bool:
     """A recorded number is the grid's own today when it was measured on exactly the cells the grid names
     for it now (an untraced row, recorded without cells, never is)."""
-    recorded = str(found["cells"]).split()
-    return bool(recorded) and sorted(recorded) == sorted(str(row.get("cells") or "").split())
+    recorded = cell_ids(found["cells"])
+    return bool(recorded) and recorded == cell_ids(row.get("cells"))
 
 
 def _carried(
@@ -225,7 +216,7 @@ def _measured_numbers(result: FidelityResult, today: datetime.date) -> pd.DataFr
         return pd.DataFrame(columns=NUMBER_COLUMNS)
     numbers = pd.concat(parts, ignore_index=True)
     for column in NUMBER_KEY:
-        numbers[column] = numbers[column].map(_key_text)
+        numbers[column] = numbers[column].map(key_text)
     return numbers[NUMBER_COLUMNS]
 
 
@@ -247,13 +238,6 @@ def _wall_fields(wall: WallTime) -> dict[str, Any]:
     }
 
 
-def _key_text(value: Any) -> str:
-    """A key cell as the record's CSV holds it: '' for null, else its text."""
-    if value is None or (isinstance(value, float) and value != value):
-        return ""
-    return str(value)
-
-
 def _more_seeds(found: dict[str, Any], row: dict[str, Any]) -> bool:
     recorded, here = _float(found["n_seeds"]), _float(row["n_seeds"])
     return recorded is not None and here is not None and recorded > here
@@ -262,15 +246,3 @@ def _more_seeds(found: dict[str, Any], row: dict[str, Any]) -> bool:
 def _float(value: Any) -> float | None:
     number = pd.to_numeric(value, errors="coerce")
     return None if pd.isna(number) else float(number)
-
-
-def _read(path: Path, columns: list[str], optional: list[str] | None = None) -> pd.DataFrame:
-    """The file's columns as text; `optional` ones absent from an older file read as empty."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for column in optional or []:
-        if column not in frame.columns:
-            frame[column] = ""
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise GridlabError(f"{path}: missing columns {', '.join(missing)} (expected the header {','.join(columns)})")
-    return frame[columns]

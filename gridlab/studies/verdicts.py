@@ -76,7 +76,9 @@ class Plan(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     papers: tuple[PaperPlan, ...]
-    grids: tuple[str, ...]  # every grid `gridlab fidelity` reads, in the order its pages show them
+    grids: tuple[str, ...]  # every grid whose fidelity rows `gridlab fidelity` reads, in the order its pages show them
+    # the grids whose rows decide the claims of docs/conclusions.md (`conclusions_doc`), in the order it shows them
+    conclusions: tuple[str, ...] = ()
 
     def deciding(self, paper: str) -> tuple[str, ...]:
         return next((p.decide for p in self.papers if p.paper == paper), ())

@@ -288,14 +288,17 @@ def check_rule(frame: pd.DataFrame) -> None:
 
 @pytest.mark.slow  # every grid of the repository expanded and judged: about a minute on 2 cores
 def test_the_committed_pages_are_what_the_repository_regenerates(tmp_path: Path):
-    """A fresh checkout with no results folder: the grids and the committed pages and record, nothing else."""
+    """A fresh checkout with no results folder: the grids and the committed pages and records (docs/fidelity/,
+    docs/conclusions.md and its CSV, which the same command writes), nothing else."""
+    pages = ["docs/fidelity", "docs/conclusions.md", "docs/conclusions.csv"]
     tracked = subprocess.run(
-        ["git", "-C", str(REPO), "ls-files", "grids", "docs/fidelity"], capture_output=True, text=True, check=True
+        ["git", "-C", str(REPO), "ls-files", "grids", *pages], capture_output=True, text=True, check=True
     ).stdout.split()
     for name in tracked:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(REPO / name, tmp_path / name)
-    committed = {name: (REPO / name).read_bytes() for name in tracked if name.startswith("docs/fidelity/")}
+    committed = {name: (REPO / name).read_bytes() for name in tracked if name.startswith("docs/")}
+    assert {"docs/conclusions.md", "docs/conclusions.csv"} <= set(committed)
     # A process of its own: this folder's autouse fixtures (no shipped ablations) must not reach it.
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-c", "from gridlab.cli import app; app()", "fidelity"]
@@ -303,7 +306,7 @@ def test_the_committed_pages_are_what_the_repository_regenerates(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "runs").exists()
     assert len(committed["docs/fidelity/README.md"].decode().splitlines()) <= 40  # one screen
-    written = {str(p.relative_to(tmp_path)) for p in (tmp_path / "docs" / "fidelity").iterdir()}
+    written = {str(p.relative_to(tmp_path)) for p in (tmp_path / "docs").rglob("*") if p.is_file()}
     assert written == set(committed)
     for name, text in committed.items():
         assert (tmp_path / name).read_bytes() == text, name

@@ -1,0 +1,64 @@
+"""What the records beside generated pages share (docs/fidelity/record.csv, docs/conclusions.csv): each
+measured value is traced to the run that made it, so that a regeneration on a machine without that run can
+carry it, and tell whether it is still the grid's.
+
+    >>> trace = Trace.of(Path("grids/jain_wallace.yaml"), gridlab_commit(), today)   # what a value measured now gets
+    >>> frame = read_record(path, COLUMNS, optional=TRACE)                            # the record's CSV, as text
+    >>> cell_ids("b a")                                                               # ['a', 'b']
+
+A value is traced to its cells (ids from their resolved configs: a changed grid gives other ids), the grid
+file's content hash and the gridlab commit (`provenance.py`), and the day it was measured. Which recorded
+cells count as "the grid's today" is each record's own rule.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gridlab.errors import GridlabError
+from gridlab.studies.provenance import grid_hash
+
+TRACE = ["cells", "grid_hash", "commit"]  # what a value was measured on, beside the day (`measured_on`)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """What a value measured now is traced to: the grid file's content hash, the gridlab commit, the day."""
+
+    grid_hash: str
+    commit: str
+    measured_on: str
+
+    @classmethod
+    def of(cls, grid_file: Path, commit: str, today: datetime.date) -> Trace:
+        return cls(grid_hash(grid_file), commit, today.isoformat())
+
+
+def cell_ids(text: object) -> list[str]:
+    """The record's space-separated cell ids, sorted ([] for none: a value recorded without its cells)."""
+    return sorted(str(text or "").split())
+
+
+def key_text(value: Any) -> str:
+    """A key cell as a record's CSV holds it: '' for null, else its text."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return str(value)
+
+
+def read_record(path: Path, columns: list[str], optional: list[str] | None = None) -> pd.DataFrame:
+    """The file's columns as text; `optional` ones absent from an older file read as empty. A file without
+    its columns is an error (a record silently missing one would carry values without their trace)."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for column in optional or []:
+        if column not in frame.columns:
+            frame[column] = ""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise GridlabError(f"{path}: missing columns {', '.join(missing)} (expected the header {','.join(columns)})")
+    return frame[columns]
