@@ -119,7 +119,6 @@ class NumberRecord:
         return NumberRecord(numbers, walls_frame[WALL_COLUMNS])
 
 
-CARRIED_NOTE = "carried: measured {on} in runs not in this results folder"
 FEWER_SEEDS_NOTE = "carried: measured {on} over {seeds} seeds; this results folder has {here_seeds}: {ours:.3f}"
 STALE_NOTE = "stale: measured {on} on cells that are not the grid's cells for this number today"
 UNTRACED_NOTE = "stale: measured {on}, recorded without its cells, grid hash or commit"
@@ -185,9 +184,11 @@ def _carried(
         note = FEWER_SEEDS_NOTE.format(
             on=on, seeds=int(out["n_seeds"]), here_seeds=int(here["n_seeds"]), ours=here["ours"]
         )
+    elif current:  # as the run that made it would show it: a page must not depend on where the runs are
+        note = ""
     else:
-        note = (CARRIED_NOTE if current else STALE_NOTE if found["cells"] else UNTRACED_NOTE).format(on=on)
-    out["note"] = f"{measured_note}; {note}" if measured_note else note
+        note = (STALE_NOTE if found["cells"] else UNTRACED_NOTE).format(on=on)
+    out["note"] = "; ".join(part for part in (measured_note, note) if part)
     out["status"] = CURRENT if current else STALE
     out["measured_cells"], out["grid_hash"], out["commit"] = found["cells"], found["grid_hash"], found["commit"]
     out["measured_on"] = on

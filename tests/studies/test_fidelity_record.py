@@ -58,9 +58,8 @@ def test_numbers_without_runs_here_are_carried_while_their_cells_are_the_grids(j
     record = read_record(out)
     shutil.rmtree(jw.expanded.results_dir)  # the machine that ran the grid is gone
     carried = pages(jw, out)
-    columns = ["ours", "verdict", "cells", "grid_hash", "commit", "measured_on"]
-    pd.testing.assert_frame_equal(carried[columns], measured[columns])
-    assert carried.loc[TAU0, "note"].startswith("carried: measured ")
+    columns = ["ours", "verdict", "cells", "grid_hash", "commit", "measured_on", "note"]
+    pd.testing.assert_frame_equal(carried[columns], measured[columns])  # the page is the same wherever the runs are
     pd.testing.assert_frame_equal(read_record(out), record)  # carried numbers stay in the record as they were
 
 
