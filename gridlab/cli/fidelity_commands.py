@@ -43,12 +43,12 @@ def fidelity(
     measured number (its cells, the grid file's hash, the gridlab commit); then the conclusions page of the
     grids listed under `conclusions`, each finding traced likewise."""
     # pandas and the sections load only here
+    from gridlab.store.provenance import gridlab_commit
     from gridlab.studies.conclusions import summary
     from gridlab.studies.conclusions_doc import conclusions_pages
     from gridlab.studies.conclusions_record import ClaimRecord, record_path
     from gridlab.studies.fidelity_doc import fidelity_pages
     from gridlab.studies.fidelity_record import NumberRecord, record_paths
-    from gridlab.studies.provenance import gridlab_commit
     from gridlab.studies.verdicts import PLAN_FILE, load_plan
 
     plan = load_plan(grids or PLAN_FILE)

@@ -34,6 +34,7 @@ from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 from gridlab.store.layout import CellFiles
 from gridlab.store.models import data_reference, write_trained
+from gridlab.store.provenance import gridlab_commit
 from gridlab.store.remote import is_remote, local_copy, subfolders
 from gridlab.training.loop import NonFiniteLoss, Trainer, UndefinedSelection, evaluate
 
@@ -205,6 +206,7 @@ def _report_final(
         "cpus": assigned.get("CPU", 0.0),
         "gpus": assigned.get("GPU", 0.0),
         "device": str(device),
+        "gridlab_commit": gridlab_commit(),  # the code that trained it, for the studies' records
     }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -115,6 +115,20 @@ class ReportInputs:
         frame = pd.DataFrame.from_records(records, columns=None if records else ["cell_id", *AXES])
         return self._with_settings(frame)
 
+    @cached_property
+    def training_commits(self) -> list[str]:
+        """The gridlab commits that trained the grid's trained cells, as their metrics record them (sorted;
+        cells trained before the trainer recorded it add none)."""
+        store = ModelStore(self.grid.workspace.models)
+        found = set()
+        for cell in self.grid.cells:
+            folder = store.cell(cell.id)
+            if folder.state() == "trained":
+                commit = folder.read(CellFiles.METRICS).get("gridlab_commit")
+                if commit:
+                    found.add(str(commit))
+        return sorted(found)
+
     def _with_settings(self, frame: pd.DataFrame) -> pd.DataFrame:
         """`frame` with a column per setting axis that varies in the grid (`model.embeddings`, ...): rows of
         cells that differ in a setting belong to different configurations, which tables must not pool."""

@@ -24,6 +24,7 @@ from gridlab.report.inputs import ReportInputs
 from gridlab.studies.claims import CLAIM_LIST, STALE
 from gridlab.studies.conclusions import OVERALL, conclusions_document, display, finding_rows, overall_row
 from gridlab.studies.conclusions_record import RECORD_COLUMNS, ClaimRecord
+from gridlab.studies.provenance import measured_with
 from gridlab.studies.record import Trace
 from gridlab.text import counted
 
@@ -44,7 +45,7 @@ def conclusions_pages(
     """Each claim's findings over `grids` (measured here, else carried from `record`), then its overall row."""
     inputs = {str(grid.file): ReportInputs.load(grid) for grid in grids}
     cells = {str(grid.file): {cell.id for cell in grid.cells} for grid in grids}
-    traces = {file: Trace.of(Path(file), commit, today) for file in inputs}
+    traces = {file: Trace.of(Path(file), measured_with(inputs[file], commit), today) for file in inputs}
     records: list[dict[str, Any]] = []
     for claim in CLAIM_LIST:
         rows = []

@@ -34,6 +34,7 @@ from gridlab.studies.ablations import Ablation, load_ablations
 from gridlab.studies.fidelity import NO_DATA, NO_MODEL, STALE, UNDEFINED, fidelity, out_of_reach
 from gridlab.studies.fidelity_record import NumberRecord
 from gridlab.studies.fidelity_text import count_line, count_text, extra_display, tolerance_frame, verdict_display
+from gridlab.studies.provenance import measured_with
 from gridlab.studies.published import PAPERS_WITHOUT_NUMBERS
 from gridlab.studies.record import Trace
 from gridlab.studies.tolerances import CAPPED, DEFAULT, PAPER_SPREAD, rule_for
@@ -123,8 +124,9 @@ def fidelity_pages(
     entries = load_ablations() if entries is None else entries
     results = []
     for grid in grids:
-        trace = Trace.of(Path(grid.file), commit, today)
-        results.append(record.carry(fidelity(ReportInputs.load(grid), entries), entries, trace))
+        inputs = ReportInputs.load(grid)
+        trace = Trace.of(Path(grid.file), measured_with(inputs, commit), today)
+        results.append(record.carry(fidelity(inputs, entries), entries, trace))
     times = [record.wall_time(str(grid.file), wall_time(grid.workspace)) for grid in grids]
     decided = decide(results, plan)
     files = {

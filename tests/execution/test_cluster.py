@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from gridlab.cli import app
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
+from gridlab.store.provenance import gridlab_commit
 
 from .conftest import write_grid
 
@@ -34,6 +35,7 @@ def test_trials_run_on_the_workers(tmp_path: Path, data_dir: Path, monkeypatch):
         for cell in expand(load_grid_file(path), str(path)).cells:
             metrics = json.loads((tmp_path / "runs" / "g" / "models" / cell.id / "metrics.json").read_text())
             nodes.add(metrics["node_id"])
+            assert metrics["gridlab_commit"] == gridlab_commit()  # workers trained with the driver's code
         assert nodes == {w.node_id for w in workers}  # all on workers, and both were used
         assert cluster.head_node.node_id not in nodes
     finally:

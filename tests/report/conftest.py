@@ -98,7 +98,7 @@ class SyntheticGrid:
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_parquet(path)
 
-    def write_trained(self, cell, test_rows: int | None = None, **metrics: float) -> None:
+    def write_trained(self, cell, test_rows: int | None = None, **metrics: object) -> None:
         """The cell's model folder as a finished trial leaves it (metrics.json + a stand-in model.pt; with
         `test_rows`, data.json's row count of the test split, which says how many shards its analyses have)."""
         folder = self.expanded.results_dir / "models" / cell.id

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 
 from gridlab.errors import GridlabError
+from gridlab.store.provenance import gridlab_commit
 from gridlab.studies.fidelity import NOT_RUN, STALE, WITHIN
 from gridlab.studies.fidelity_record import NUMBER_COLUMNS, NumberRecord, record_paths
-from gridlab.studies.provenance import grid_hash, gridlab_commit
+from gridlab.studies.provenance import grid_hash
 from gridlab.studies.walltime import WallTime
 
 from .test_fidelity_doc import jw_with_rows, plan_file, regenerate  # noqa: F401  (the J&W grid, SST rows)
@@ -180,3 +181,13 @@ def test_a_record_without_its_columns_is_one_clear_error(tmp_path: Path):
     numbers.write_text("file,ours\nx,1\n")
     with pytest.raises(GridlabError, match=r"record.csv: missing columns frame, axis"):
         NumberRecord.read(tmp_path)
+
+
+def test_a_number_is_traced_to_the_commit_that_trained_its_cells(jw, tmp_path: Path):
+    """Cells record the commit that trained them; the record carries those, not the commit writing the pages."""
+    trained_with = "git " + "ab" * 20
+    for cell in jw.cells(dataset="sst"):
+        jw.write_trained(cell, gridlab_commit=trained_with)
+    measured = pages(jw, tmp_path / "fidelity")
+    assert measured.loc[TAU0, "commit"] == trained_with != gridlab_commit()
+    assert set(read_record(tmp_path / "fidelity")["commit"]) == {trained_with}

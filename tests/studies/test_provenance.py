@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from gridlab import __version__
-from gridlab.studies import provenance
-from gridlab.studies.provenance import grid_hash, gridlab_commit
+from gridlab.store import provenance
+from gridlab.store.provenance import gridlab_commit
+from gridlab.studies.provenance import grid_hash
 from gridlab.studies.verdicts import load_plan
 
 REPO = Path(__file__).resolve().parents[2]
