@@ -34,6 +34,12 @@ class DataConfig(BaseModel):
         "dev (J&W's 20News: 0.2 and 0.2); null keeps the official splits",
     )
     split_seed: int = Field(0, ge=0, description="seed of every carved or derived split")
+    carve_unit: Literal["instance", "premise"] = Field(
+        "premise",
+        description="pair datasets whose splits are carved from pooled rows (derive_splits, test_fraction): the pairs "
+        "that share a premise (their text) go to one split together, as SNLI's own splits share no premise, or each "
+        "pair alone (then a test premise sits in train with its other hypotheses, and their labels)",
+    )
     babi_size: Literal["10k", "1k"] | None = Field(None, description="bAbI training-set size (default 10k)")
     babi_labels: Literal["answers", "vocabulary"] = Field(
         "answers",
@@ -48,3 +54,8 @@ class DataConfig(BaseModel):
         "it as a token of its own (J&W's 20News: n't -> n ' t)",
     )
     drop_titles: bool = Field(False, description="AG News: the description without its title, as J&W read it")
+
+    def may_pool(self) -> bool:
+        """Whether the splits may be carved from the pooled rows (`prepare._raw_splits`): with a test fraction,
+        or with derived splits (which pool only where the copy lacks a split: the setting is kept either way)."""
+        return bool(self.test_fraction) or self.derive_splits

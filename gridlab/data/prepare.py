@@ -84,10 +84,19 @@ def cache_key(spec: DatasetSpec, presence: Presence, config: DataConfig) -> str:
     payload = {
         "dataset": spec.id,
         "sources": presence.file_digests(),
-        "config": config.model_dump(mode="json"),
+        "config": _key_config(config),
         "version": PREPARE_VERSION,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _key_config(config: DataConfig) -> dict:
+    """The resolved config as the cache key reads it: a field added later is left out at the value that
+    builds what was built before it existed, so the existing entries stay valid."""
+    payload = config.model_dump(mode="json")
+    if payload["carve_unit"] == "instance":
+        payload.pop("carve_unit")
+    return payload
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,8 @@ def _raw_splits(spec: DatasetSpec, presence: Presence, config: DataConfig) -> di
     rng = np.random.default_rng(config.split_seed)
     if config.test_fraction or presence.derived:
         pooled = [e for s in spec.official_splits if s in official for e in official[s]]
-        return _carve(pooled, _pooled_fractions(config), rng)
+        groups = [e.text for e in pooled] if config.carve_unit == "premise" else None
+        return _carve(pooled, _pooled_fractions(config), rng, groups)
     if "dev" not in official:
         fraction = config.dev_fraction
         assert fraction is not None  # resolved: set whenever the release has no dev split
@@ -153,13 +163,35 @@ def _pooled_fractions(config: DataConfig) -> dict[str, float]:
     return {"train": 1 - test - dev, "dev": dev, "test": test}
 
 
-def _carve(examples: list[RawExample], fractions: dict[str, float], rng: np.random.Generator):
+def _carve(
+    examples: list[RawExample], fractions: dict[str, float], rng: np.random.Generator, groups: list[str] | None = None
+):
+    """Each split's share of `examples`, drawn at random; with `groups` (a key per example), whole groups: the
+    groups in random order, each split taking them until its share of examples is reached."""
+    if groups is not None:
+        return _carve_groups(examples, fractions, rng, groups)
     order = rng.permutation(len(examples))
     bounds = np.cumsum([0] + [round(f * len(examples)) for f in fractions.values()])
     bounds[-1] = len(examples)
     return {
         split: [examples[i] for i in np.sort(order[bounds[k] : bounds[k + 1]])] for k, split in enumerate(fractions)
     }
+
+
+def _carve_groups(
+    examples: list[RawExample], fractions: dict[str, float], rng: np.random.Generator, groups: list[str]
+) -> dict[str, list[RawExample]]:
+    keys, members = np.unique(np.asarray(groups, dtype=object), return_inverse=True)
+    order = rng.permutation(len(keys))  # groups in random order
+    sizes = np.bincount(members, minlength=len(keys))[order]
+    ends = np.cumsum(sizes)  # examples taken once each group in `order` is
+    bounds = np.cumsum([round(f * len(examples)) for f in fractions.values()])
+    bounds[-1] = len(examples)
+    split_of_rank = np.searchsorted(bounds, ends - sizes, side="right")  # a group goes where its first example falls
+    split_of_group = np.empty(len(keys), dtype=np.int64)
+    split_of_group[order] = split_of_rank
+    chosen = split_of_group[members]  # (N,) split index per example
+    return {split: [examples[i] for i in np.flatnonzero(chosen == k)] for k, split in enumerate(fractions)}
 
 
 def _label_names(

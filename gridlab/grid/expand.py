@@ -49,6 +49,7 @@ ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
     ("data", "drop_titles"): False,
     ("data", "babi_labels"): "answers",
     ("data", "inword_punctuation"): "keep",
+    ("data", "carve_unit"): "instance",
     ("train", "attention_lr_scale"): 1.0,
     ("train", "attention_weight_decay"): False,
     ("model", "query_embedding"): "shared",

@@ -286,3 +286,22 @@ def test_the_shipped_sst_prepares_as_the_release_does(shipped_sst: Path, release
     assert shipped.vocab.digest() == shared.vocab.digest()  # the same files: a model trained on one reads the other
     for split in ("train", "dev", "test"):
         assert shipped.splits[split].equals(shared.splits[split])
+
+
+def _premises(table) -> set[tuple[str, ...]]:
+    return {tuple(tokens) for tokens in table.column("tokens").to_pylist()}
+
+
+def test_derived_pair_splits_share_no_premise(data_dir: Path, cache: Path):
+    """SNLI writes about three hypotheses per premise, one per label, and its own splits share no premise. Carved
+    pair by pair, a test premise would sit in train with its other labels: a model that learns the premise is
+    pushed to a wrong label, and one that reads the premise alone scores below chance."""
+    snli = load_dataset("snli", data_dir, cache, DataConfig(derive_splits=True))
+    premises = {split: _premises(table) for split, table in snli.splits.items()}
+    assert all(premises.values())
+    assert not premises["train"] & premises["test"] and not premises["train"] & premises["dev"]
+    assert not premises["dev"] & premises["test"]
+    pairs = load_dataset("snli", data_dir, cache, DataConfig(derive_splits=True, carve_unit="instance"))
+    shared = _premises(pairs.splits["train"]) & _premises(pairs.splits["test"])
+    assert shared  # the excerpt's premises repeat: carving pair by pair splits them
+    assert sum(t.num_rows for t in snli.splits.values()) == sum(t.num_rows for t in pairs.splits.values())

@@ -58,6 +58,22 @@ def test_a_setting_added_later_keeps_the_ids_already_handed_out():
     assert cell_id(worded) != cell_id(CellConfig(dataset="babi1", architecture="pair"))
 
 
+def test_carving_by_premise_renames_only_the_cells_whose_splits_it_changes(tmp_path: Path):
+    """Pair datasets carved from pooled rows get new ids (their splits changed); every other cell keeps its id,
+    and `carve_unit: instance` finds the cells trained on the pair-by-pair carve."""
+    carves = "data.carve_unit: [instance, premise]"
+    text = f"name: c\ngrid: [{{dataset: [snli], architecture: [pair], {carves}}}, {{dataset: [sst], {carves}}}]\n"
+    cells = grid_from(tmp_path, text + "data: {derive_splits: true}\n").cells
+    ids = {(c.config.dataset, c.axes["data.carve_unit"]): c.id for c in cells}
+    assert [c.config.data.carve_unit for c in cells if c.config.dataset == "sst"] == ["instance"]  # one cell
+    assert ids["snli", "instance"] != ids["snli", "premise"]
+    snli = "name: c\ngrid: {dataset: [snli], architecture: [pair]}\n"
+    old = grid_from(tmp_path, snli + "data: {derive_splits: true}\n", "old.yaml").cells
+    assert [c.id for c in old] == [ids["snli", "premise"]]  # the default carves by premise
+    unpooled = {c.config.data.carve_unit for c in grid_from(tmp_path, snli, "u.yaml").cells}
+    assert unpooled == {"instance"}  # splits read as released: the setting does not apply
+
+
 def test_a_max_train_sample_is_a_new_cell_and_a_head_keeps_the_old_id():
     """`max_train` took the first rows before it took a sample: results trained on a head (one class on a
     split sorted by label) must not be reused for a sample, and the `head` setting still finds them."""
