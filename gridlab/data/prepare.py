@@ -84,7 +84,8 @@ def cache_key(spec: DatasetSpec, presence: Presence, config: DataConfig) -> str:
     payload = {
         "dataset": spec.id,
         "sources": presence.file_digests(),
-        "config": config.model_dump(mode="json"),
+        # a train vocabulary, the only one before `vocabulary` existed, keeps the keys of the entries built then
+        "config": config.model_dump(mode="json", exclude={"vocabulary"} if config.vocabulary == "train" else None),
         "version": PREPARE_VERSION,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
@@ -101,10 +102,7 @@ def _build(spec: DatasetSpec, presence: Presence, config: DataConfig) -> _Built:
     encoded = {split: _tokenize_split(examples, spec, config) for split, examples in raw.items()}
     encoded = {split: _length_filter(rows, config) for split, rows in encoded.items()}
     label_names = _label_names(spec, config, raw["train"], encoded["train"])
-    vocab = Vocab.build(
-        (seq for row in encoded["train"] for seq in (row["tokens"], row.get("query_tokens") or ())),
-        config.min_count or 1,
-    )
+    vocab = _vocabulary(encoded, config)
     target_vocab = (
         Vocab.build((row["target_tokens"] for row in encoded["train"]), config.min_count or 1)
         if spec.task == "translation"
@@ -122,6 +120,14 @@ def _build(spec: DatasetSpec, presence: Presence, config: DataConfig) -> _Built:
         "rows": {split: table.num_rows for split, table in tables.items()},
     }
     return _Built(meta, tables)
+
+
+def _vocabulary(encoded: dict[str, list[dict]], config: DataConfig) -> Vocab:
+    """Train's words seen at least `min_count` times; with `vocabulary: all` every word of every split, for an
+    encoder that reads words by their spelling (its pieces), where an unseen word is no unknown word."""
+    rows = [row for split in SPLITS for row in encoded[split]] if config.vocabulary == "all" else encoded["train"]
+    min_count = 1 if config.vocabulary == "all" else config.min_count or 1
+    return Vocab.build((seq for row in rows for seq in (row["tokens"], row.get("query_tokens") or ())), min_count)
 
 
 def _raw_splits(spec: DatasetSpec, presence: Presence, config: DataConfig) -> dict[str, list[RawExample]]:
