@@ -13,6 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gridlab.data.synthetic import SyntheticConfig
 
+# Whose words a cell's vocabulary holds: a tokenizer is no label information, so reading dev and test words by
+# their spelling leaks nothing; giving them trained embeddings would need them in train.
+Vocabulary = Literal["train", "all"]
+
 
 class DataConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -54,6 +58,12 @@ class DataConfig(BaseModel):
         "it as a token of its own (J&W's 20News: n't -> n ' t)",
     )
     drop_titles: bool = Field(False, description="AG News: the description without its title, as J&W read it")
+    vocabulary: Vocabulary | None = Field(
+        None,
+        description="the words that get an id: train's (at least min_count times; the rest are <unk>, as a model "
+        "that learns an embedding per word needs), or every split's (an encoder that reads a word by its "
+        "spelling, the pretrained one, so no word is unknown); default: all for encoder pretrained, else train",
+    )
 
     def may_pool(self) -> bool:
         """Whether the splits may be carved from the pooled rows (`prepare._raw_splits`): with a test fraction,

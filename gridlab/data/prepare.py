@@ -94,8 +94,9 @@ def _key_config(config: DataConfig) -> dict:
     """The resolved config as the cache key reads it: a field added later is left out at the value that
     builds what was built before it existed, so the existing entries stay valid."""
     payload = config.model_dump(mode="json")
-    if payload["carve_unit"] == "instance":
-        payload.pop("carve_unit")
+    for field, before in (("carve_unit", "instance"), ("vocabulary", "train")):
+        if payload[field] == before:
+            payload.pop(field)
     return payload
 
 
@@ -110,10 +111,7 @@ def _build(spec: DatasetSpec, presence: Presence, config: DataConfig) -> _Built:
     encoded = {split: _tokenize_split(examples, spec, config) for split, examples in raw.items()}
     encoded = {split: _length_filter(rows, config) for split, rows in encoded.items()}
     label_names = _label_names(spec, config, raw["train"], encoded["train"])
-    vocab = Vocab.build(
-        (seq for row in encoded["train"] for seq in (row["tokens"], row.get("query_tokens") or ())),
-        config.min_count or 1,
-    )
+    vocab = _vocabulary(encoded, config)
     target_vocab = (
         Vocab.build((row["target_tokens"] for row in encoded["train"]), config.min_count or 1)
         if spec.task == "translation"
@@ -131,6 +129,14 @@ def _build(spec: DatasetSpec, presence: Presence, config: DataConfig) -> _Built:
         "rows": {split: table.num_rows for split, table in tables.items()},
     }
     return _Built(meta, tables)
+
+
+def _vocabulary(encoded: dict[str, list[dict]], config: DataConfig) -> Vocab:
+    """Train's words seen at least `min_count` times; with `vocabulary: all` every word of every split, for an
+    encoder that reads words by their spelling (its pieces), where an unseen word is no unknown word."""
+    rows = [row for split in SPLITS for row in encoded[split]] if config.vocabulary == "all" else encoded["train"]
+    min_count = 1 if config.vocabulary == "all" else config.min_count or 1
+    return Vocab.build((seq for row in rows for seq in (row["tokens"], row.get("query_tokens") or ())), min_count)
 
 
 def _raw_splits(spec: DatasetSpec, presence: Presence, config: DataConfig) -> dict[str, list[RawExample]]:

@@ -129,6 +129,7 @@ class DatasetSpec:
                 "synthetic": (config.synthetic or SyntheticConfig()) if self.id == "synthetic" else None,
                 "drop_titles": config.drop_titles and self.folder == "ag_news",
                 "carve_unit": config.carve_unit if self.task == "pair" and config.may_pool() else "instance",
+                "vocabulary": config.vocabulary or "train",
             }
         )
 

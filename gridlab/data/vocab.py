@@ -1,4 +1,5 @@
-"""`Vocab`: token <-> id, built from the train split only (no peeking at dev or test).
+"""`Vocab`: token <-> id, built from the train split only (no peeking at dev or test), except for an encoder
+that reads words by their spelling (`data.vocabulary: all`, the pretrained one): it gets every split's words.
 
 Ids 0-3 are fixed so every model and analysis can rely on them: `<pad>` = 0 (masked out), `<unk>` = 1,
 `<sos>` = 2 and `<eos>` = 3 (added around each sequence when batching and kept out of attention, as J&W did).

@@ -28,6 +28,7 @@ from gridlab.catalog.compatibility import analysis_incompatibilities, incompatib
 from gridlab.config.schema import CellConfig, GridFile, ModelConfig, Resources
 from gridlab.config.user import read_settings, settings_path
 from gridlab.data.catalog import DATASETS
+from gridlab.data.config import DataConfig
 from gridlab.data.embedded import EMBEDDED_DATA
 from gridlab.data.presence import check_presence
 from gridlab.data.vectors import is_named, vector_source
@@ -50,6 +51,7 @@ ID_NEUTRAL_FIELDS: dict[tuple[str, str], Any] = {
     ("data", "babi_labels"): "answers",
     ("data", "inword_punctuation"): "keep",
     ("data", "carve_unit"): "instance",
+    ("data", "vocabulary"): "train",
     ("train", "attention_lr_scale"): 1.0,
     ("train", "attention_weight_decay"): False,
     ("model", "query_embedding"): "shared",
@@ -384,11 +386,18 @@ def _normalise(config: CellConfig) -> CellConfig:
     return config.model_copy(
         update={
             "projection_lambda": lam,
-            "data": spec.resolve(config.data),
+            "data": spec.resolve(_vocabulary_default(config)),
             "model": model,
             "train": train.model_copy(update={"selection_metric": selection}),
         }
     )
+
+
+def _vocabulary_default(config: CellConfig) -> DataConfig:
+    """The pretrained encoder reads every split's words by their word pieces, so none is <unk>; a model that
+    learns one embedding per word knows train's words only."""
+    default = "all" if config.encoder == "pretrained" else "train"
+    return config.data.model_copy(update={"vocabulary": config.data.vocabulary or default})
 
 
 # The sizes a pretrained encoder takes from its own config: they are blanked to their defaults in its cells

@@ -83,6 +83,16 @@ def test_vocabulary_is_built_from_train_only(sst, shipped_sst: Path, cache: Path
     assert len(counted.vocab) < len(sst.vocab)
 
 
+def test_vocabulary_all_holds_every_splits_words_and_keeps_the_train_entries_key(sst, shipped_sst: Path, cache: Path):
+    everything = load_dataset("sst", shipped_sst, cache, DataConfig(vocabulary="all", min_count=3))
+    words = {t for split in everything.splits.values() for seq in split.column("tokens").to_pylist() for t in seq}
+    assert set(everything.vocab.itos[4:]) == words  # dev and test words too, and no minimum count
+    test = everything.splits["test"].to_pylist()
+    assert all(everything.vocab.itos[i] == t for r in test for i, t in zip(r["ids"], r["tokens"]))
+    assert sst.cache_key == load_dataset("sst", shipped_sst, cache, DataConfig(vocabulary="train")).cache_key
+    assert everything.cache_key != load_dataset("sst", shipped_sst, cache, DataConfig(min_count=3)).cache_key
+
+
 def test_vocab_order_is_count_then_alphabetical():
     vocab = Vocab.build([["b", "a", "c", "a"], ["c", "d"]], min_count=1)
     assert vocab.itos[4:] == ("a", "c", "b", "d")

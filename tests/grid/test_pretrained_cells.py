@@ -54,3 +54,19 @@ def test_what_the_pretrained_encoder_cannot_run_is_one_line_each(tmp_path: Path)
     with pytest.raises(GridFileError) as caught:
         expand(load_grid_file(path), str(path), check_data=False)
     assert any("model.pretrained: no Hugging Face model folder at /nowhere" in line for line in caught.value.lines())
+
+
+def test_the_pretrained_cell_reads_every_splits_words_and_the_others_train_s(tmp_path: Path, bert: Path):
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        f"name: g\ngrid: {{dataset: [sst], encoder: [lstm, pretrained]}}\nmodel: {{pretrained: {bert}}}\n"
+        "overrides: [{when: {encoder: pretrained}, set: {attention: dot}}]\n"
+    )
+    grid = expand(load_grid_file(path), str(path), check_data=False)
+    assert {c.config.encoder: c.config.data.vocabulary for c in grid.cells} == {"lstm": "train", "pretrained": "all"}
+    base = (
+        f"name: g\ngrid: {{dataset: [sst], encoder: [pretrained], attention: [dot]}}\nmodel: {{pretrained: {bert}}}\n"
+    )
+    assert cells(tmp_path, base + "data: {vocabulary: train}\n") != cells(tmp_path, base)  # a grid may ask for it
+    lstm = "name: g\ngrid: {dataset: [sst], encoder: [lstm]}\n"
+    assert cells(tmp_path, lstm + "data: {vocabulary: train}\n") == cells(tmp_path, lstm)  # as before the setting

@@ -20,6 +20,8 @@ from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
 from gridlab.data.vocab import SPECIALS, Vocab
+from gridlab.grid.expand import expand
+from gridlab.grid.load import load_grid_file
 from gridlab.models.factory import build_model
 from gridlab.models.pretrained import NO_PIECE, Packed, load_bert, piece_table
 
@@ -51,6 +53,30 @@ def test_words_map_to_their_pieces_and_the_markers_to_cls_and_sep(tiny_bert: Pat
     assert table[3, 0] == tokenizer.sep_token_id
     assert table[4].tolist() == [vocab["f"], vocab["##0"], vocab["##0"], vocab["##1"]]
     assert table[5].tolist() == [vocab["the"]] + [NO_PIECE] * 3 and table[6, :2].tolist() == [vocab["a"], vocab["##b"]]
+
+
+def test_a_test_word_absent_from_train_keeps_its_real_pieces(tmp_path: Path, tiny_bert: Path):
+    """A tokenizer is no label information: the pretrained cell's vocabulary holds every split's words, so a
+    word seen only in test reaches the model as its word pieces, not as [UNK] (issue 46's missing accuracy)."""
+    grid = tmp_path / "g.yaml"
+    grid.write_text(
+        "name: g\ngrid: {dataset: [synthetic], encoder: [pretrained], attention: [dot]}\n"
+        f"model: {{pretrained: {tiny_bert}}}\n"
+        "data: {synthetic: {n_train: 40, n_dev: 5, n_test: 12, min_length: 3, max_length: 10}}\n"
+    )
+    (cell,) = expand(load_grid_file(grid), str(grid), check_data=False).cells
+    data = load_dataset("synthetic", tmp_path, tmp_path / "cache", cell.config.data)
+    seen = {word for row in data.splits["train"].column("tokens").to_pylist() for word in row}
+    test = batch_of(data, count=12)
+    texts = data.splits["test"].column("tokens").to_pylist()
+    unseen = [(b, t, word) for b, row in enumerate(texts) for t, word in enumerate(row) if word not in seen]
+    assert unseen  # the case at hand: test words train never had
+    _, tokenizer = load_bert(tiny_bert)
+    pieces = build_model(cell.config, data).pieces[test.ids]  # (B, T, K) what the model reads
+    for b, t, word in unseen:
+        expected = tokenizer(word, add_special_tokens=False)["input_ids"]
+        assert tokenizer.unk_token_id not in expected
+        assert pieces[b, t + 1, : len(expected)].tolist() == expected, word  # t + 1: after <sos>
 
 
 def test_pieces_pool_to_words_keys_summed_queries_averaged():
