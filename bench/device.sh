@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The first GPU at hand, measured in one step (issue 49): each analysis against its floor (bench/floors.py),
+# The first GPU at hand, measured in one step (issue 49): the CUDA tests (tests/models/test_cuda.py, which skip
+# without a GPU), each analysis against its floor (bench/floors.py),
 # gridlab's batched analyses against their per-instance loops (bench/analyses.py, the perf-peers rows), the
 # originals' comparison (../shared/perf-peers, where its export is given) and a small grid with `device: cuda`,
 # each step timed, its output kept, and one table (README.md, steps.csv) under OUT.
@@ -66,6 +67,8 @@ fi
 
 step floors floors.txt "$python" "$repo/bench/floors.py" --device "$device" "${floors[@]}" \
   --markdown "$out/floors.md" --csv "$out/floors.csv"
+
+step gpu_tests gpu_tests.txt "$python" -m pytest -q -p no:cacheprovider -m gpu "$repo/tests/models/test_cuda.py"
 
 lstm_rows=(permutation adversarial gradient leave_one_out erasure_multi)
 step analyses_lstm analyses_lstm.txt "$python" "$repo/bench/analyses.py" --device "$device" --threads 1 \

@@ -25,7 +25,7 @@ its analyses). The floors:
 Columns: ms per batch of each side (median of `--repeats` interleaved rounds), the ratio (median and range of
 the rounds' own ratios, so that both figures of a ratio saw the same load), each side's encoder
 pass alone (no autograd), the rest (decoder calls, backward, deletion passes), and the share of the wall time
-spent outside torch's operators (Python and dispatch, from torch.profiler's self times; CPU only). `check`
+spent outside torch's operators in one profiled call (Python and dispatch: torch.profiler; CPU only). `check`
 compares the two sides' numbers where they are deterministic. The bench's batches are unpadded (every instance
 exactly T tokens), which the floors rely on. Untrained weights, sharpened as bench/analyses.py does.
 """
@@ -388,14 +388,16 @@ def per_call(function: Callable[[], object], min_time: float, device: torch.devi
             return elapsed / calls
 
 
-def outside_operators(function: Callable[[], object], wall: float) -> float:
-    """Share of `wall` (seconds, measured without the profiler) not spent inside torch's operators: Python
-    and dispatch. The operators' self times come from one profiled call."""
+def outside_operators(function: Callable[[], object]) -> float:
+    """Share of one profiled call's wall time not spent inside torch's operators: Python, dispatch and
+    autograd's bookkeeping (the profiler's own cost per operator lands there too, so it reads a little high)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as recorded:
+        started = time.perf_counter()
         function()
-    events = recorded.key_averages()  # operators are namespaced (aten::, mkldnn::); autograd's bookkeeping is not
+        wall = time.perf_counter() - started
+    events = recorded.key_averages()  # operators are namespaced (aten::, mkldnn::); autograd's nodes are not
     inside = sum(e.self_cpu_time_total for e in events if "::" in e.key and not e.key.startswith("autograd::")) / 1e6
     return max(0.0, 1.0 - inside / wall)
 
@@ -436,7 +438,7 @@ def measure(name: str, length: int, args: argparse.Namespace, device: torch.devi
         "check": row.check(ours, floor),
     }
     for side in ("gridlab", "floor"):  # a share of time outside torch's operators means nothing on an accelerator
-        share = outside_operators(sides[side], seconds[side]) if device.type == "cpu" else math.nan
+        share = outside_operators(sides[side]) if device.type == "cpu" else math.nan
         result[f"{side}_outside_ops"] = share
     print(f"{name} T={length}: {result['ratio']:.2f}x", file=sys.stderr, flush=True)
     return result
