@@ -5,8 +5,9 @@
 # originals' comparison (../shared/perf-peers, where its export is given) and a small grid with `device: cuda`,
 # each step timed, its output kept, and one table (README.md, steps.csv) under OUT.
 #
-#   bench/device.sh OUT              # on a CUDA machine: about 5 minutes on one GPU
-#   bench/device.sh --dry-run OUT    # anywhere, on the CPU with tiny sizes: every step end to end, in ~6 minutes
+#   bench/device.sh OUT              # on a CUDA machine; sized to fit 8 minutes on one GPU (never run on one yet)
+#   bench/device.sh --dry-run OUT    # anywhere, on the CPU with tiny sizes: every step end to end (18 min on 2
+#                                    # cores shared at load 20, the grid's local Ray most of it)
 #
 # Environment: PYTHON (default: python), PEERS (a perf-peers folder, default ../shared/perf-peers beside the
 # checkout) and PEERS_EXPORT (its export.sh output; without it the originals' step is skipped and says so).
@@ -33,7 +34,7 @@ else
   device=cuda
   floors=(--repeats 5 --min-time 0.3)
   analyses=(--lengths 20 180 --instances 256 --loop-instances 16 --repeats 3)
-  peers_args=(--repeats 3 --max-wait 0)
+  peers_args=(--repeats 3 --scale 0.5 --max-wait 0)  # a full perf-peers run is ~8 min on its own
   train='{epochs: 2, batch_size: 32, max_train: 2000}'; instances=200; steps=500
 fi
 
@@ -57,7 +58,7 @@ environment() {
   "$python" -c "import torch; print('torch', torch.__version__, '| cuda available:', torch.cuda.is_available(),
   '|', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
   command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-  echo "cpus: $(nproc)"
+  echo "cpus: $(getconf _NPROCESSORS_ONLN)"
 }
 
 step environment environment.txt environment

@@ -139,7 +139,9 @@ def floor_rows(tmp_path: Path, *arguments: str) -> list[dict[str, str]]:
 
 def test_each_floor_computes_what_gridlab_computes(tmp_path: Path):
     """The floors are the same analyses in plain torch: where nothing is drawn at random, the same numbers."""
-    rows = {row["analysis"]: row for row in floor_rows(tmp_path, "--only", "gradient", "leave_one_out", "erasure_multi")}
+    rows = {
+        row["analysis"]: row for row in floor_rows(tmp_path, "--only", "gradient", "leave_one_out", "erasure_multi")
+    }
     for name in ("gradient", "leave_one_out"):
         assert float(re.search(r"max diff ([\d.e+-]+)", rows[name]["check"]).group(1)) < 1e-4
     assert rows["erasure_multi"]["check"].endswith("same first flip 4/4")
@@ -154,3 +156,19 @@ def test_the_floors_of_the_drawn_and_local_analyses_run(tmp_path: Path):
     cnn = rows[2]["check"]
     assert float(re.search(r"max diff ([\d.e+-]+)", cnn).group(1)) < 1e-4
     assert all(float(row["ratio_min"]) <= float(row["ratio"]) <= float(row["ratio_max"]) for row in rows)
+
+
+@pytest.mark.slow
+def test_the_device_script_runs_every_step_on_the_cpu(tmp_path: Path):
+    """`bench/device.sh --dry-run`: the script the first GPU will run, end to end on tiny sizes (a local Ray
+    for its grid); without a perf-peers export that step says it was not run."""
+    environment = {**os.environ, "PYTHON": sys.executable, "PEERS_EXPORT": ""}
+    command = ["bash", str(REPO / "bench" / "device.sh"), "--dry-run", str(tmp_path / "out")]
+    subprocess.run(command, capture_output=True, text=True, check=True, timeout=1200, env=environment)
+    with (tmp_path / "out" / "steps.csv").open() as steps:
+        status = {row["step"]: row["status"] for row in csv.DictReader(steps)}
+    assert status.pop("peers") == "skipped"
+    assert set(status) == {"environment", "gpu_tests", "floors", "analyses_lstm", "analyses_cnn", "grid", "grid_status"}
+    assert set(status.values()) == {"0"}
+    table = (tmp_path / "out" / "README.md").read_text()
+    assert "| adversarial | 6 |" in table and "not run: set PEERS_EXPORT" in table
