@@ -54,6 +54,10 @@ from gridlab.data.batching import Batch
 from gridlab.models.classifier import FlatClassifier
 
 CHUNK_ELEMENTS = 1 << 23  # rows x slots x features per deletion call, as gridlab's LOO_CHUNK_ELEMENTS
+# Deletions per resumed BiLSTM call: their rows differ in length by at most this many steps minus one, which the
+# fused pass reads as padding. At T = 20 (32 instances) 1, 2, 4, 8 and all 20 took 359, 298, 278, 331 and
+# 1256 ms a batch (one run, the machine under load).
+RESUMED_GAPS = 4
 
 
 # ---- the floors -----------------------------------------------------------------------------------------
@@ -172,8 +176,8 @@ class Directions:
     def resume(self, way: int, x: torch.Tensor, lengths: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor):
         """(N, S', H) states of direction `way` over x (N, S, d) from (h0, c0) (N, H), each row `lengths` long:
         one fused pass as long as the longest row (a chunk's rows differ by a few steps); a shorter row reads
-        padding after its end, whose states are never used. Packed sequences leave the fused kernel on a CPU
-        and ran this floor 4x slower."""
+        padding after its end, whose states are never used. (Packed sequences leave the fused kernel on a CPU:
+        at T = 180 that floor took 8x gridlab's time, slower than J&W's T full passes.)"""
         out, _ = self.ways[way](x[:, : int(lengths.max())], (h0[None].contiguous(), c0[None].contiguous()))
         return out
 
@@ -194,7 +198,7 @@ def floor_leave_one_out_lstm(classifier: FlatClassifier, batch: Batch) -> torch.
     cb = ways.cells(1, x.flip(1), backward.flip(1)).flip(1)  # position order
     b, length = batch.ids.shape
     per_position = b * length * max(x.shape[-1], p.h.shape[-1])
-    step = max(1, CHUNK_ELEMENTS // per_position)
+    step = max(1, min(RESUMED_GAPS, CHUNK_ELEMENTS // per_position))
     out = torch.zeros(b, length - 2, device=x.device)
     for start in range(1, length - 1, step):
         gaps = torch.arange(start, min(start + step, length - 1), device=x.device)  # (G,) deleted positions
