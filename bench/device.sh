@@ -6,8 +6,8 @@
 # each step timed, its output kept, and one table (README.md, steps.csv) under OUT.
 #
 #   bench/device.sh OUT              # on a CUDA machine; sized to fit 8 minutes on one GPU (never run on one yet)
-#   bench/device.sh --dry-run OUT    # anywhere, on the CPU with tiny sizes: every step end to end (18 min on 2
-#                                    # cores shared at load 20, the grid's local Ray most of it)
+#   bench/device.sh --dry-run OUT    # anywhere, on the CPU with tiny sizes: every step end to end (2 cores: 130 s
+#                                    # at load 6 without PEERS_EXPORT, 18 min at load 20 with it)
 #
 # Environment: PYTHON (default: python), PEERS (a perf-peers folder, default ../shared/perf-peers beside the
 # checkout) and PEERS_EXPORT (its export.sh output; without it the originals' step is skipped and says so).
