@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 import subprocess
@@ -125,3 +126,49 @@ def test_the_adversary_bench_runs_both_sides(shipped_sst: Path):
     output = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300, env=environment).stdout
     row = output.splitlines()[-1].split()
     assert row[:2] == ["lstm", "40"] and float(row[2]) > 0 and float(row[3]) > 0
+
+
+def floor_rows(tmp_path: Path, *arguments: str) -> list[dict[str, str]]:
+    out = tmp_path / "floors.csv"
+    command = [sys.executable, str(REPO / "bench" / "floors.py"), "--lengths", "6", "--batch", "4"]
+    command += ["--repeats", "1", "--min-time", "0.01", "--csv", str(out), *arguments]
+    subprocess.run(command, capture_output=True, text=True, check=True, timeout=600)
+    with out.open() as rows:
+        return list(csv.DictReader(rows))
+
+
+def test_each_floor_computes_what_gridlab_computes(tmp_path: Path):
+    """The floors are the same analyses in plain torch: where nothing is drawn at random, the same numbers."""
+    rows = {
+        row["analysis"]: row for row in floor_rows(tmp_path, "--only", "gradient", "leave_one_out", "erasure_multi")
+    }
+    for name in ("gradient", "leave_one_out"):
+        assert float(re.search(r"max diff ([\d.e+-]+)", rows[name]["check"]).group(1)) < 1e-4
+    assert rows["erasure_multi"]["check"].endswith("same first flip 4/4")
+    for row in rows.values():  # a time, a ratio and where each side spends it, measured
+        assert float(row["gridlab_ms"]) > 0 and float(row["floor_ms"]) > 0 and float(row["ratio"]) > 0
+        assert float(row["gridlab_encoder_ms"]) > 0 and 0 <= float(row["floor_outside_ops"]) <= 1
+
+
+def test_the_floors_of_the_drawn_and_local_analyses_run(tmp_path: Path):
+    rows = floor_rows(tmp_path, "--only", "permutation", "adversarial", "leave_one_out_cnn")
+    assert [row["analysis"] for row in rows] == ["permutation", "adversarial", "leave_one_out_cnn"]
+    cnn = rows[2]["check"]
+    assert float(re.search(r"max diff ([\d.e+-]+)", cnn).group(1)) < 1e-4
+    assert all(float(row["ratio_min"]) <= float(row["ratio"]) <= float(row["ratio_max"]) for row in rows)
+
+
+@pytest.mark.slow
+def test_the_device_script_runs_every_step_on_the_cpu(tmp_path: Path):
+    """`bench/device.sh --dry-run`: the script the first GPU will run, end to end on tiny sizes (a local Ray
+    for its grid); without a perf-peers export that step says it was not run."""
+    environment = {**os.environ, "PYTHON": sys.executable, "PEERS_EXPORT": ""}
+    command = ["bash", str(REPO / "bench" / "device.sh"), "--dry-run", str(tmp_path / "out")]
+    subprocess.run(command, capture_output=True, text=True, check=True, timeout=1200, env=environment)
+    with (tmp_path / "out" / "steps.csv").open() as steps:
+        status = {row["step"]: row["status"] for row in csv.DictReader(steps)}
+    assert status.pop("peers") == "skipped"
+    assert set(status) == {"environment", "gpu_tests", "floors", "analyses_lstm", "analyses_cnn", "grid", "grid_status"}
+    assert set(status.values()) == {"0"}
+    table = (tmp_path / "out" / "README.md").read_text()
+    assert "| adversarial | 6 |" in table and "not run: set PEERS_EXPORT" in table
