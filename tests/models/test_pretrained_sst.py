@@ -14,6 +14,7 @@ from gridlab.analyses.common import forward_once
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.catalog import DATASETS
+from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.models.factory import build_model
 from gridlab.training.loop import evaluate, fit
@@ -29,6 +30,7 @@ def test_fine_tuning_all_minilm_on_a_slice_of_sst(shipped_sst: Path, tmp_path: P
         dataset="sst",
         encoder="pretrained",
         attention="dot",
+        data=DataConfig(vocabulary="all"),  # every split's words, as a grid's pretrained cell reads them
         model=ModelConfig(pretrained="all-minilm-l6-v2", dropout=0.1),
         train=TrainConfig(
             epochs=1,
