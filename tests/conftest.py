@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.object_store import object_store, s3_endpoint  # noqa: F401  (fixtures: one S3 server per session)
+
 REPO = Path(__file__).resolve().parent.parent
 EXCERPTS = REPO / "tests" / "excerpts"
 REQUIRE_DATA = "GRIDLAB_REQUIRE_DATA"

@@ -17,8 +17,8 @@ import gridlab
 from gridlab.errors import BadInput, GridlabError
 from gridlab.tracking.journal import TrackingJournal
 from gridlab.tracking.runs import Tracker
+from tests.object_store import ObjectStore
 from tests.report.conftest import SyntheticGrid
-from tests.store.conftest import ObjectStore, object_store, s3_endpoint  # noqa: F401  (fixtures)
 
 SPEC = {
     "name": "notebook",

@@ -31,7 +31,7 @@ from ray.autoscaler.tags import NODE_KIND_HEAD, TAG_RAY_NODE_KIND
 from gridlab.store.remote import Mirror
 from tests.cluster.local_nodes import end_processes
 from tests.execution.conftest import write_grid
-from tests.store.conftest import ObjectStore
+from tests.object_store import ObjectStore
 from tests.test_cluster_config import cluster_config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,8 +16,7 @@ from gridlab.cli import app
 from gridlab.errors import GridlabError
 from gridlab.store.lease import LEASE, LeaseTaken, held
 from tests.execution.conftest import write_grid
-
-from .conftest import ObjectStore
+from tests.object_store import ObjectStore
 
 
 def lease_of(store: ObjectStore, grid: str = "g") -> dict | None:

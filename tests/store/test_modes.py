@@ -21,8 +21,7 @@ from gridlab.results.parts import write_part
 from gridlab.store import atomic
 from gridlab.store.models import ModelStore
 from gridlab.store.remote import Mirror
-
-from .conftest import ObjectStore
+from tests.object_store import ObjectStore
 
 UMASKS = (0o022, 0o027)
 

@@ -20,8 +20,7 @@ from pyarrow import fs as pafs
 from gridlab.store import atomic
 from gridlab.store.remote import Mirror, activate
 from tests.execution.conftest import start_launch, write_grid
-
-from .conftest import ObjectStore
+from tests.object_store import ObjectStore
 
 
 def objects(mirror: Mirror) -> dict[str, int]:

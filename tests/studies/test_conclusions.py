@@ -636,7 +636,10 @@ def test_the_report_shows_the_claims_first(synthetic_grid, tmp_path):
     assert decided["condition"].tolist() == ["dataset sst, attention additive, seeds 0,1", OVERALL]
     assert decided["value"].iloc[0] == pytest.approx(0.2 - 0.6)
     markdown = (summary.out / "conclusions.md").read_text()
-    assert "jw.permutation: not run — needs `permutation` rows of a learned-attention lstm (or pretrained) cell" in markdown
+    assert (
+        "jw.permutation: not run — needs `permutation` rows of a learned-attention lstm (or pretrained) cell"
+        in markdown
+    )
     assert summary.conclusions == "1 hold, 0 partly, 0 reversed, 15 not run"
 
 

@@ -1,4 +1,5 @@
-"""An S3-compatible server on 127.0.0.1 (moto's), started by the tests, with one empty bucket per test."""
+"""An S3-compatible server on 127.0.0.1 (moto's), started by the tests, with one empty bucket per test: the
+fixtures `s3_endpoint` (one server per session) and `object_store`, offered to every folder by tests/conftest.py."""
 
 from __future__ import annotations
 
