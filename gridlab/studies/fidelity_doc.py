@@ -94,7 +94,7 @@ def wall_time_frame(grids: list[ExpandedGrid], times: list[tuple[WallTime, str |
         {
             "grid": [g.spec.name for g in grids],
             "file": [str(g.file) for g in grids],
-            "measured": [on or "here" for _, on in times],
+            "measured": [on or "–" for _, on in times],
             "cells": [len(g.cells) for g in grids],
             "launches": [t.launches for t, _ in times],
             "unfinished launches": [t.unfinished for t, _ in times],
@@ -127,7 +127,11 @@ def fidelity_pages(
         inputs = ReportInputs.load(grid)
         trace = Trace.of(Path(grid.file), measured_with(inputs, commit), today)
         results.append(record.carry(fidelity(inputs, entries), entries, trace))
-    times = [record.wall_time(str(grid.file), wall_time(grid.workspace)) for grid in grids]
+    # A time measured here is dated today, as the record will keep it: the page reads the same without the runs.
+    times = [
+        (wall, on or (today.isoformat() if wall.launches or wall.trials else None))
+        for wall, on in (record.wall_time(str(grid.file), wall_time(grid.workspace)) for grid in grids)
+    ]
     decided = decide(results, plan)
     files = {
         "README.md": readme(decided, plan),
@@ -329,8 +333,8 @@ def walltime_markdown(grids: list[ExpandedGrid], times: list[tuple[WallTime, str
             "Launch wall time: from the grid's launch log (a start and an end line for every `gridlab launch`; "
             "training and analyses together, trials in parallel). Trial time: Ray Tune's `time_this_iter_s` "
             "summed over every epoch of every trial, so it exceeds the wall time when trials run side by side. "
-            "Grids of one name share a results folder, its launch log and its trials. `measured`: the date of "
-            "the record's row where this machine holds fewer trials. Where these files live: "
-            "gridlab/store/layout.py.",
+            "Grids of one name share a results folder, its launch log and its trials. `measured`: the day the "
+            "times were taken (the record's, where this machine holds fewer of the study's trials). "
+            "Where these files live: gridlab/store/layout.py.",
         ]
     )
