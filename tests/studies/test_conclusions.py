@@ -26,17 +26,10 @@ from gridlab.studies.conclusions import (
     undecided,
     write_conclusions,
 )
+from tests.rows import model_axes
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = {
-    "dataset": "sst",
-    "encoder": "lstm",
-    "attention": "additive",
-    "projection": "softmax",
-    "projection_lambda": math.nan,
-    "architecture": "flat",
-    "attention_mode": "learned",
-}
+BASE = model_axes()
 
 
 def axes(seed: int = 0, **overrides) -> dict:
