@@ -6,6 +6,7 @@ the analyses' code, the models' code or how a grid is run; what it validates aga
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,36 @@ def test_the_python_api_is_light():
     """`import gridlab` is the version; the API it opens reads rows (pandas, pyarrow) and never loads torch or Ray."""
     assert loaded_by("import gridlab") == "[]"
     assert loaded_by("import gridlab.api") == "['pandas', 'pyarrow']"
+
+
+def analyses_named(path: Path) -> list[str]:
+    """'file:line: id' for each analysis id a module's code names: in a string (docstrings aside, which may give
+    one as an example) or in an import of an analysis's folder."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    word = re.compile(r"\b(" + "|".join(sorted(DECLARATIONS)) + r")\b")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            found += [f"{path.relative_to(PACKAGE)}:{node.lineno}: {w}" for w in word.findall(node.value)]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            found += [f"{path.relative_to(PACKAGE)}:{node.lineno}: {m}" for m in modules if word.search(m)]
+    return found
+
+
+def test_running_planning_and_reporting_name_no_analysis():
+    """What a grid-scope analysis needs (its peers, the rows to drop), whether rows are worth heatmaps, which
+    cells an analysis applies to: the machinery asks the declarations, so a new analysis edits none of it. The
+    report's sections are left out: each presents the rows of analyses it names, as the studies' sections do."""
+    folders = ["execution", "grid", "results", "tracking", "cli"]
+    paths = [p for f in folders for p in (PACKAGE / f).rglob("*.py")] + sorted((PACKAGE / "report").glob("*.py"))
+    assert DECLARATIONS and "seed_variance" in DECLARATIONS  # the scan looks for something
+    assert [hit for path in paths for hit in analyses_named(path)] == []

@@ -314,7 +314,7 @@ def plugins() -> dict[str, type[Analysis]]:
     cannot import it."""
     found = {a: IMPLEMENTATIONS[a] for a in ANALYSES if is_plugin(a)}
     for analysis_id in found:
-        cloudpickle.register_pickle_by_value(sys.modules[ANALYSES.package(analysis_id)])
+        cloudpickle.register_pickle_by_value(sys.modules[ANALYSES.package(analysis_id).rsplit(".", 1)[0]])
     return found
 
 
