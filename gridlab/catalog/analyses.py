@@ -19,6 +19,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gridlab.config.schema import CellConfig
 from gridlab.data.catalog import DATASETS
 
 Ranking = Literal[
@@ -64,9 +65,9 @@ SELF_ATTENTION_ENCODERS = ("transformer", "pretrained")
 RANKING_NEEDS = {name: "encoder transformer or pretrained" for name in TRANSFORMER_RANKINGS}  # for `gridlab plan`
 
 
-def ranking_applies(ranking: str, cell: dict) -> bool:
-    """Whether a ranking can be computed for a cell (its config as a plain dict)."""
-    return ranking not in TRANSFORMER_RANKINGS or cell["encoder"] in SELF_ATTENTION_ENCODERS
+def ranking_applies(ranking: str, cell: CellConfig) -> bool:
+    """Whether a ranking can be computed for a cell."""
+    return ranking not in TRANSFORMER_RANKINGS or cell.encoder in SELF_ATTENTION_ENCODERS
 
 
 class RankedParams(Params):
@@ -82,17 +83,17 @@ class RankedParams(Params):
 FAITHFULNESS_RANKINGS: tuple[Ranking, ...] = tuple(r for r in RANKINGS if r != "attention_flow")
 
 
-Applies = Callable[[dict], bool]
+Applies = Callable[[CellConfig], bool]  # whether an analysis applies to a cell (its resolved config)
 # A grid-scope analysis's peers: every cell's resolved config (cell id -> JSON) -> each cell's peer cells
 PeerRule = Callable[[Mapping[str, dict]], dict[str, list[str]]]
 
 
-def classifier_cells(cell: dict) -> bool:
+def classifier_cells(cell: CellConfig) -> bool:
     """`applies` of the analyses that read a classifier's output (every task but translation)."""
-    return DATASETS[cell["dataset"]].task != "translation"
+    return DATASETS[cell.dataset].task != "translation"
 
 
-def every_cell(cell: dict) -> bool:
+def every_cell(cell: CellConfig) -> bool:
     return True
 
 

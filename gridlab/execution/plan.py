@@ -232,9 +232,8 @@ def _by_peers(
 
 
 def _applicable(grid: ExpandedGrid, cell: Cell, only: list[str] | None) -> dict[str, dict]:
-    config = cell.config.model_dump()
     return {
         a: params.model_dump(mode="json")
         for a, params in grid.analyses.items()
-        if a in IMPLEMENTATIONS and (only is None or a in only) and ANALYSES[a].applies(config)
+        if a in IMPLEMENTATIONS and (only is None or a in only) and ANALYSES[a].applies(cell.config)
     }

@@ -32,6 +32,6 @@ INFO = AnalysisInfo(
     "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
     DiagnosticMlpParams,
     "model",
-    applies=lambda cell: cell["architecture"] == "flat",
+    applies=lambda cell: cell.architecture == "flat",
     needs="architecture flat",
 )

@@ -10,6 +10,6 @@ INFO = AnalysisInfo(
     "accuracy with self-attention layers 1..k permuted (Vashishth §4.3)",
     NoParams,
     "model",
-    applies=lambda cell: cell["encoder"] == "transformer",
+    applies=lambda cell: cell.encoder == "transformer",
     needs="encoder transformer",
 )

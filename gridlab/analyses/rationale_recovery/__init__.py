@@ -23,7 +23,7 @@ INFO = AnalysisInfo(
     "precision@k and AUC of rankings against true rationales",
     RationaleRecoveryParams,
     "instance",
-    applies=lambda cell: DATASETS[cell["dataset"]].has_rationales,
+    applies=lambda cell: DATASETS[cell.dataset].has_rationales,
     needs="a dataset with rationales",
     heatmaps=True,
 )

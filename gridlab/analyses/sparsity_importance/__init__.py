@@ -45,7 +45,7 @@ INFO = AnalysisInfo(
     "entropy and tau of normalised importance (Meister §3-4)",
     SparsityParams,
     "instance",
-    applies=lambda cell: classifier_cells(cell) and cell["encoder"] != "pretrained",
+    applies=lambda cell: classifier_cells(cell) and cell.encoder != "pretrained",
     needs="a classifier whose attention has one score per item (not encoder pretrained)",
     heatmaps=True,
 )
