@@ -194,9 +194,22 @@ def analysis_folders(package: str) -> list[str]:
     return folders
 
 
+def computation(folder: str) -> Callable[[str], object]:
+    """An analysis folder's module `__getattr__`: a name its declaration does not define (`run`, `SCHEMA`) comes
+    from its `compute` module, imported on first use. Importing the folder stays torch-free, and code written
+    before the split (`gridlab.analyses.permutation.run`, as ../shared/perf-peers calls it) keeps working."""
+
+    def forwarded(name: str) -> object:
+        if name.startswith("__"):  # Python's own probes (__path__, __file__, ...) never load the computation
+            raise AttributeError(f"module {folder!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{folder}.{COMPUTE}"), name)
+
+    return forwarded
+
+
 def declaration(folder: str) -> AnalysisInfo:
     """An analysis folder's `INFO`, checked: it is an `AnalysisInfo` named as its folder."""
-    info = getattr(importlib.import_module(folder), "INFO", None)
+    info = vars(importlib.import_module(folder)).get("INFO")  # not getattr: that would import `compute`
     if not isinstance(info, AnalysisInfo):
         raise ValueError(f"{folder}/__init__.py: expected INFO, the analysis's AnalysisInfo")
     if info.id != folder.rsplit(".", 1)[1]:

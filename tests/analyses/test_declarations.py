@@ -35,6 +35,18 @@ def test_the_declarations_load_without_torch():
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
+def test_a_folder_lends_its_computation_on_first_use():
+    """`gridlab.analyses.permutation.run` (what ../shared/perf-peers calls) loads `compute` only when asked."""
+    probe = (
+        "import sys; from gridlab.analyses import permutation; print('torch' in sys.modules); "
+        "from gridlab.analyses.permutation import compute; "
+        "print(permutation.run is compute.run, 'torch' in sys.modules); "
+        "print(hasattr(permutation, '__wrapped__'))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "True", "False"]
+
+
 @pytest.fixture
 def plugin_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.syspath_prepend(str(tmp_path))

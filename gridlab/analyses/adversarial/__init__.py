@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells
+from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation
 
 
 class AdversarialParams(Params):
@@ -33,3 +33,5 @@ INFO = AnalysisInfo(
     needs="a classifier",
     heatmaps=True,
 )
+
+__getattr__ = computation(__name__)

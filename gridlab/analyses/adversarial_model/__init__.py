@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, unique
+from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation, unique
 
 AdversaryVariant = Literal["frozen", "unfrozen"]
 
@@ -35,3 +35,5 @@ INFO = AnalysisInfo(
     applies=classifier_cells,
     needs="a classifier",
 )
+
+__getattr__ = computation(__name__)

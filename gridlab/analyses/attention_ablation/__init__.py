@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from gridlab.catalog.analyses import AnalysisInfo, Params, unique
+from gridlab.catalog.analyses import AnalysisInfo, Params, computation, unique
 
 AblationMode = Literal["uniform", "random", "permute"]
 
@@ -37,3 +37,5 @@ INFO = AnalysisInfo(
     AttentionAblationParams,
     "model",
 )
+
+__getattr__ = computation(__name__)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from gridlab.catalog.analyses import AnalysisInfo, Params, unique
+from gridlab.catalog.analyses import AnalysisInfo, Params, computation, unique
 
 MlpVariant = Literal["uniform", "learned", "base"]
 
@@ -35,3 +35,5 @@ INFO = AnalysisInfo(
     applies=lambda cell: cell.architecture == "flat",
     needs="architecture flat",
 )
+
+__getattr__ = computation(__name__)

@@ -11,6 +11,7 @@ from gridlab.catalog.analyses import (
     RankedParams,
     Ranking,
     classifier_cells,
+    computation,
     unique,
 )
 
@@ -39,3 +40,5 @@ INFO = AnalysisInfo(
     applies=classifier_cells,
     needs="a classifier",
 )
+
+__getattr__ = computation(__name__)

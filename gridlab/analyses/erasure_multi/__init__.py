@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gridlab.catalog.analyses import ERASURE_RANKINGS, AnalysisInfo, RankedParams, Ranking, classifier_cells
+from gridlab.catalog.analyses import (
+    ERASURE_RANKINGS,
+    AnalysisInfo,
+    RankedParams,
+    Ranking,
+    classifier_cells,
+    computation,
+)
 
 
 class ErasureMultiParams(RankedParams):
@@ -22,3 +29,5 @@ INFO = AnalysisInfo(
     needs="a classifier",
     heatmaps=True,
 )
+
+__getattr__ = computation(__name__)

@@ -3,7 +3,7 @@ Torch-free: validation, planning and reports read it; `compute.py` computes it."
 
 from __future__ import annotations
 
-from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells
+from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells, computation
 
 INFO = AnalysisInfo(
     "erasure_single",
@@ -14,3 +14,5 @@ INFO = AnalysisInfo(
     needs="a classifier",
     heatmaps=True,
 )
+
+__getattr__ = computation(__name__)

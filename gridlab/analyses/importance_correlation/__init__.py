@@ -3,7 +3,7 @@ and leave-one-out (J&W §4.1). Torch-free: validation, planning and reports read
 
 from __future__ import annotations
 
-from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells
+from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells, computation
 
 INFO = AnalysisInfo(
     "importance_correlation",
@@ -14,3 +14,5 @@ INFO = AnalysisInfo(
     needs="a classifier",
     heatmaps=True,
 )
+
+__getattr__ = computation(__name__)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from gridlab.catalog.analyses import AnalysisInfo, NoParams
+from gridlab.catalog.analyses import AnalysisInfo, NoParams, computation
 
 INFO = AnalysisInfo(
     "layer_permutation",
@@ -13,3 +13,5 @@ INFO = AnalysisInfo(
     applies=lambda cell: cell.encoder == "transformer",
     needs="encoder transformer",
 )
+
+__getattr__ = computation(__name__)

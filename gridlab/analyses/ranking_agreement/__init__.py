@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gridlab.catalog.analyses import FAITHFULNESS_RANKINGS, AnalysisInfo, RankedParams, Ranking, classifier_cells
+from gridlab.catalog.analyses import (
+    FAITHFULNESS_RANKINGS,
+    AnalysisInfo,
+    RankedParams,
+    Ranking,
+    classifier_cells,
+    computation,
+)
 
 
 class RankingAgreementParams(RankedParams):
@@ -22,3 +29,5 @@ INFO = AnalysisInfo(
     applies=classifier_cells,
     needs="a classifier",
 )
+
+__getattr__ = computation(__name__)

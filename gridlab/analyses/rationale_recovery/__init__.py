@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from gridlab.catalog.analyses import AnalysisInfo, RankedParams, Ranking, unique
+from gridlab.catalog.analyses import AnalysisInfo, RankedParams, Ranking, computation, unique
 from gridlab.data.catalog import DATASETS
 
 RECOVERY_RANKINGS: tuple[Ranking, ...] = ("attention", "gradient", "grad_x_attention", "leave_one_out")
@@ -27,3 +27,5 @@ INFO = AnalysisInfo(
     needs="a dataset with rationales",
     heatmaps=True,
 )
+
+__getattr__ = computation(__name__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells
+from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells, computation
 
 
 def peers_of(config: dict, candidates: dict[str, dict]) -> list[str]:
@@ -44,3 +44,5 @@ INFO = AnalysisInfo(
     heatmaps=True,
     peers=seed_peers,
 )
+
+__getattr__ = computation(__name__)

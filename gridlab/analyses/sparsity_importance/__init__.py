@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells
+from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation
 
 
 class SparsityParams(Params):
@@ -49,3 +49,5 @@ INFO = AnalysisInfo(
     needs="a classifier whose attention has one score per item (not encoder pretrained)",
     heatmaps=True,
 )
+
+__getattr__ = computation(__name__)

@@ -4,7 +4,7 @@ it."""
 
 from __future__ import annotations
 
-from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells
+from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells, computation
 
 INFO = AnalysisInfo(
     "token_scores",
@@ -14,3 +14,5 @@ INFO = AnalysisInfo(
     applies=classifier_cells,
     needs="a classifier",
 )
+
+__getattr__ = computation(__name__)
