@@ -26,8 +26,16 @@ from pathlib import Path
 from typing import Any
 
 # What their SST/IMDB pipeline runs, and nothing of their notebooks, plots or preprocessing.
-JW_PATHS = ("__init__.py", "model", "configurations.py", "Trainers/TrainerBC.py", "Trainers/DatasetBC.py",
-            "Trainers/__init__.py", "common_code", "LICENSE")
+JW_PATHS = (
+    "__init__.py",
+    "model",
+    "configurations.py",
+    "Trainers/TrainerBC.py",
+    "Trainers/DatasetBC.py",
+    "Trainers/__init__.py",
+    "common_code",
+    "LICENSE",
+)
 JW_MIN_LENGTH = {"sst": 5, "imdb": 6}  # their SST_dataset / IMDB_dataset: keep instances longer than this
 
 
@@ -35,11 +43,13 @@ def export(jw_git: Path, out: Path) -> str:
     """Write J&W's code paths to out/jw/Transparency (perf-peers' layout) and return the commit exported."""
     target = out / "jw" / "Transparency"
     target.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "--git-dir", str(jw_git), "archive", "HEAD", "--", *JW_PATHS],
-                             capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "--git-dir", str(jw_git), "archive", "HEAD", "--", *JW_PATHS], capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return subprocess.run(["git", "--git-dir", str(jw_git), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "--git-dir", str(jw_git), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _empty_module(name: str, **attributes: Any) -> types.ModuleType:
@@ -67,7 +77,7 @@ def install(export_dir: Path, peers_dir: Path) -> None:
     for name in ("IPython.display", "IPython.core.display"):
         _empty_module(name, HTML=str, display=lambda *args, **kwargs: None)
     sys.modules["pandas.io.json.normalize"] = pandas.io.json._normalize
-    pandas.io.json.normalize = pandas.io.json._normalize  # type: ignore[attr-defined]
+    pandas.io.json.normalize = pandas.io.json._normalize
 
 
 def jw_sequences(ids: list[list[int]]) -> list[list[int]]:
@@ -75,19 +85,26 @@ def jw_sequences(ids: list[list[int]]) -> list[list[int]]:
     return [[2, *row, 3] for row in ids]
 
 
-def jw_dataset(splits: dict[str, tuple[list[list[int]], list[int]]], embeddings: Any, folder: Path, name: str):
-    """J&W's `Dataset` (train/dev/test, length filter, sort, `pos_weight`) over gridlab's splits, through a
-    pickle shaped like their vectorizer (`seq_text`, `label`, `embeddings`, `vocab_size`, `word_dim`)."""
-    from Transparency.Trainers import DatasetBC
-
+def write_vec(path: Path, splits: dict[str, tuple[list[list[int]], list[int]]], embeddings: Any) -> None:
+    """Pickle gridlab's splits as J&W's vectorizer leaves them (`seq_text`, `label`, `embeddings`, `vocab_size`,
+    `word_dim`): what their dataset loaders read. Needs none of their code (the parent writes it, untimed)."""
     vec = types.SimpleNamespace(
         seq_text={split: jw_sequences(ids) for split, (ids, _) in splits.items()},
         label={split: list(labels) for split, (_, labels) in splits.items()},
-        embeddings=embeddings, vocab_size=int(embeddings.shape[0]), word_dim=int(embeddings.shape[1]))
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"vec_{name}.p"
+        embeddings=embeddings,
+        vocab_size=int(embeddings.shape[0]),
+        word_dim=int(embeddings.shape[1]),
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(vec))
+
+
+def jw_dataset(path: Path, name: str, outputs: Path):
+    """J&W's `Dataset` (length filter, dev/test sorted, balanced `pos_weight`) as their `SST_dataset` /
+    `IMDB_dataset` build it from `path`; their models save under `outputs`."""
+    from Transparency.Trainers import DatasetBC
+
     dataset = DatasetBC.Dataset(name=name, path=str(path), min_length=JW_MIN_LENGTH[name])
     DatasetBC.set_balanced_pos_weight(dataset)
-    dataset.basepath = str(folder / "outputs")
+    dataset.basepath = str(outputs)
     return dataset

@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 GRID = REPO / "grids" / "jain_wallace.yaml"
 SIDES = ("jw", "gridlab")
+DEFAULT_SUBSET = {"imdb": 2000}  # an IMDB epoch (25,000 reviews) takes too long a side on 2 busy cores
 
 
 # ---- the cell and its data, as gridlab prepares them (both workers) ----------------------------------------
@@ -84,7 +85,7 @@ class JWSide:
     """J&W's `Model` (their lstm configuration) trained by their own `Model.train`, one call an epoch."""
 
     def __init__(self, args: argparse.Namespace, folder: Path):
-        from jw_originals import install, jw_dataset  # bench/, beside this file
+        from jw_originals import install, jw_dataset, write_vec  # bench/, beside this file
 
         install(args.export, args.peers)
         from Transparency.configurations import configurations
@@ -94,7 +95,8 @@ class JWSide:
         data, embeddings = prepared(cell, args.data_dir, args.cache)
         train = split_of(data.splits["train"], train_rows(data.splits["train"].num_rows, args.subset))
         splits = {"train": train, "dev": split_of(data.splits["dev"]), "test": split_of(data.splits["test"])}
-        self.dataset = jw_dataset(splits, embeddings.numpy(), folder, args.dataset)
+        write_vec(folder / "vec.p", splits, embeddings.numpy())
+        self.dataset = jw_dataset(folder / "vec.p", args.dataset, folder / "outputs")
         config = configurations["lstm"](self.dataset)
         self.model = Binary_Classification.Model(config, pre_embed=self.dataset.vec.embeddings)
         self.instances = len(self.dataset.train_data.X)
@@ -130,8 +132,14 @@ class GridlabSide:
 
         self.epochs += 1
         started = time.perf_counter()
-        train_epoch(self.model, self.table, self.cell.config.train, self.optimizer, self.device,
-                    epoch_seed=self.cell.config.seed * 1000 + self.epochs)
+        train_epoch(
+            self.model,
+            self.table,
+            self.cell.config.train,
+            self.optimizer,
+            self.device,
+            epoch_seed=self.cell.config.seed * 1000 + self.epochs,
+        )
         return time.perf_counter() - started
 
 
@@ -155,13 +163,28 @@ def worker(args: argparse.Namespace) -> None:
 
 class Worker:
     def __init__(self, side: str, args: argparse.Namespace, log):
-        environment = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TQDM_DISABLE="1",
-                           PYTHONWARNINGS="ignore")
-        command = [sys.executable, __file__, "--worker", side, "--datasets", args.dataset, "--export",
-                   str(args.export), "--peers", str(args.peers), "--data-dir", str(args.data_dir), "--cache",
-                   str(args.cache)] + ([] if args.subset is None else ["--subset", str(args.subset)])
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                        text=True, env=environment)
+        environment = dict(
+            os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TQDM_DISABLE="1", PYTHONWARNINGS="ignore"
+        )
+        command = [
+            sys.executable,
+            __file__,
+            "--worker",
+            side,
+            "--datasets",
+            args.dataset,
+            "--export",
+            str(args.export),
+            "--peers",
+            str(args.peers),
+            "--data-dir",
+            str(args.data_dir),
+            "--cache",
+            str(args.cache),
+        ] + ([] if args.subset is None else ["--subset", str(args.subset)])
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=environment
+        )
 
     def read(self) -> dict[str, Any]:
         assert self.process.stdout is not None
@@ -197,27 +220,48 @@ def measure(args: argparse.Namespace, dataset: str, log) -> dict[str, Any]:
             load = load1()
             seconds = {side: workers[side].epoch()["seconds"] for side in SIDES}
             rate = {side: instances[side] / seconds[side] for side in SIDES}
-            rounds.append({"round": number + 1, "load1": load, "seconds": seconds, "per_s": rate,
-                           "ratio": rate["gridlab"] / rate["jw"]})
-            print(f"  {dataset} round {number + 1}: J&W {rate['jw']:.1f}/s, gridlab {rate['gridlab']:.1f}/s "
-                  f"(x{rounds[-1]['ratio']:.2f}, load {load:.2f})", file=sys.stderr, flush=True)
+            rounds.append(
+                {
+                    "round": number + 1,
+                    "load1": load,
+                    "seconds": seconds,
+                    "per_s": rate,
+                    "ratio": rate["gridlab"] / rate["jw"],
+                }
+            )
+            print(
+                f"  {dataset} round {number + 1}: J&W {rate['jw']:.1f}/s, gridlab {rate['gridlab']:.1f}/s "
+                f"(x{rounds[-1]['ratio']:.2f}, load {load:.2f})",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         for w in workers.values():
             w.close()
     ratios = [r["ratio"] for r in rounds]
-    return {"dataset": dataset, "subset": args.subset if dataset == "imdb" else None, "instances": instances,
-            "rounds": rounds, "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
-            "ratio_max": max(ratios),
-            "per_s_median": {s: statistics.median(r["per_s"][s] for r in rounds) for s in SIDES}}
+    return {
+        "dataset": dataset,
+        "subset": args.subset,
+        "instances": instances,
+        "rounds": rounds,
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        "per_s_median": {s: statistics.median(r["per_s"][s] for r in rounds) for s in SIDES},
+    }
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| dataset | instances (J&W / gridlab) | J&W samples/s | gridlab samples/s | gridlab / J&W [min-max] |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| dataset | instances (J&W / gridlab) | J&W samples/s | gridlab samples/s | gridlab / J&W [min-max] |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for r in results:
         n, rate = r["instances"], r["per_s_median"]
-        lines.append(f"| {r['dataset']} | {n['jw']:,} / {n['gridlab']:,} | {rate['jw']:.1f} | {rate['gridlab']:.1f} "
-                     f"| **{r['ratio_median']:.2f}** [{r['ratio_min']:.2f}-{r['ratio_max']:.2f}] |")
+        lines.append(
+            f"| {r['dataset']} | {n['jw']:,} / {n['gridlab']:,} | {rate['jw']:.1f} | {rate['gridlab']:.1f} "
+            f"| **{r['ratio_median']:.2f}** [{r['ratio_min']:.2f}-{r['ratio_max']:.2f}] |"
+        )
     return "\n".join(lines)
 
 
@@ -225,11 +269,16 @@ def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=["sst", "imdb"], choices=["sst", "imdb"])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--subset", type=int, default=2000, help="IMDB training instances (a fixed random subset)")
+    parser.add_argument(
+        "--subset",
+        type=int,
+        help="training instances of every dataset (a fixed random subset); default: all of SST, 2,000 of IMDB",
+    )
     parser.add_argument("--jw-git", type=Path, help="J&W's git dir (successar/AttentionExplanation); exported")
     parser.add_argument("--export", type=Path, help="an export made before (jw_originals.export)")
-    parser.add_argument("--peers", type=Path, default=Path(os.environ.get("PEERS_DIR", REPO.parent / "shared" /
-                                                                      "perf-peers")))
+    parser.add_argument(
+        "--peers", type=Path, default=Path(os.environ.get("PEERS_DIR", REPO.parent / "shared" / "perf-peers"))
+    )
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("GRIDLAB_DATA", "data")))
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "jwbench-cache")
     parser.add_argument("--json", type=Path, help="write every round here")
@@ -246,7 +295,6 @@ def main() -> None:
     args = arguments()
     if args.worker is not None:
         args.dataset = args.datasets[0]
-        args.subset = args.subset if args.dataset == "imdb" else None
         worker(args)
         return
     commit = "given export"
@@ -258,15 +306,22 @@ def main() -> None:
     subset = args.subset
     results = []
     with tempfile.NamedTemporaryFile("w", prefix="jwtrain-", suffix=".log", delete=False) as log:
-        print(f"# J&W training bench: 1 torch thread per side, {args.rounds} rounds; worker log {log.name}",
-              file=sys.stderr)
+        print(
+            f"# J&W training bench: 1 torch thread per side, {args.rounds} rounds; worker log {log.name}",
+            file=sys.stderr,
+        )
         for dataset in args.datasets:
-            args.subset = subset if dataset == "imdb" else None
+            args.subset = subset if subset is not None else DEFAULT_SUBSET.get(dataset)
             results.append(measure(args, dataset, log))
     print(table(results))
     if args.json is not None:
-        record = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "jw_commit": commit,
-                  "gridlab_commit": _head(), "cpus": os.cpu_count(), "results": results}
+        record = {
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "jw_commit": commit,
+            "gridlab_commit": _head(),
+            "cpus": os.cpu_count(),
+            "results": results,
+        }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=1) + "\n")
 
