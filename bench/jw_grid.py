@@ -331,7 +331,9 @@ def main() -> None:
         jw_side(args)
         return
     folder = args.folder or Path(tempfile.mkdtemp(prefix="jwgrid-"))
-    commit = "given export"
+    from jw_originals import exported_commit
+
+    commit = exported_commit(args.export) if args.export is not None else ""
     if args.export is None:
         from jw_originals import export
 

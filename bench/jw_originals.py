@@ -47,9 +47,17 @@ def export(jw_git: Path, out: Path) -> str:
         ["git", "--git-dir", str(jw_git), "archive", "HEAD", "--", *JW_PATHS], capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return subprocess.run(
+    commit = subprocess.run(
         ["git", "--git-dir", str(jw_git), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
+    (out / "jw" / "COMMIT").write_text(commit + "\n")
+    return commit
+
+
+def exported_commit(out: Path) -> str:
+    """The commit `export` wrote to `out`, or "unknown" for an export made otherwise."""
+    path = out / "jw" / "COMMIT"
+    return path.read_text().strip() if path.is_file() else "unknown"
 
 
 def _empty_module(name: str, **attributes: Any) -> types.ModuleType:

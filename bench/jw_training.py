@@ -297,7 +297,9 @@ def main() -> None:
         args.dataset = args.datasets[0]
         worker(args)
         return
-    commit = "given export"
+    from jw_originals import exported_commit
+
+    commit = exported_commit(args.export) if args.export is not None else ""
     if args.export is None:
         from jw_originals import export
 
