@@ -16,8 +16,9 @@ J&W: their pipeline per configuration (`lstm`, `lstm_dot`, `cnn`, `cnn_dot`, `av
 `ExperimentsBC.train_dataset` then `run_experiments_on_latest_model` run it, with remove_and_run (commented out
 there) switched on: `Trainer(dataset, config).train(train, dev, n_iters=epochs)` (each epoch: train, evaluate
 dev, save), `Evaluator(dataset, dirname).evaluate(test)`, then `gradient_experiment`, `permutation_experiment`,
-`adversarial_experiment`, `remove_and_run_experiment`, each pickling its outputs. One process, torch's default
-threads (both cores), each step timed. Substituted (bench/jw_originals.py): their preprocessing notebook, which
+`adversarial_experiment`, `remove_and_run_experiment`, each pickling its outputs. One process, one torch thread
+by default (`--jw-threads`: on the shared 2-core machine their default of two intra-op threads ran far slower
+under load), each step timed. Substituted (bench/jw_originals.py): their preprocessing notebook, which
 needs spaCy's retired `en` model; their `Dataset` reads gridlab's SST token ids and embedding matrix from a
 pickle written before the clock starts, so J&W's time leaves out their preprocessing while gridlab's includes
 its own. Their analyses' plots (`generate_graphs`) are not run; gridlab's reports are not either.
