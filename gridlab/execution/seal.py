@@ -155,8 +155,8 @@ class SealState(tune.Callback):
             self._sealed = read_seal(path, filesystem, self._key) or {}
         except ValueError:
             self._sealed = {}  # a seal the user told gridlab to ignore (`--trust-results`)
-        tuner = {n: b for n, b in state_files(path, filesystem).items() if n == TUNER_STATE}
-        remember(self._sealed, digests(tuner, self._key))
+        with filesystem.open_input_stream(f"{path}/{TUNER_STATE}") as stream:
+            remember(self._sealed, digests({TUNER_STATE: stream.read()}, self._key))
         self._storage = storage
         self._seal()
 

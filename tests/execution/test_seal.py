@@ -225,6 +225,7 @@ def test_a_seal_that_cannot_be_written_is_removed(tmp_path: Path, monkeypatch):
     storage, staging = tmp_path / "launch-001", tmp_path / "staging"
     storage.mkdir()
     staging.mkdir()
+    (storage / "tuner.pkl").write_bytes(b"\x80\x05tuner")
     callback = SealState()
     callback.on_step_begin(1, [SimpleNamespace(storage=Storage(str(storage), str(staging)))])
     assert (storage / TUNE_SEAL).is_file()
