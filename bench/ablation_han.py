@@ -28,9 +28,9 @@ import pyarrow as pa
 import torch
 from interleave import command_line, interleaved
 
-from gridlab.analyses import attention_ablation
+from gridlab.analyses.attention_ablation import AttentionAblationParams
+from gridlab.analyses.attention_ablation import compute as attention_ablation
 from gridlab.analyses.base import AnalysisContext
-from gridlab.catalog.analyses import AttentionAblationParams
 from gridlab.config.schema import CellConfig
 from gridlab.data.batching import sample_rows
 from gridlab.data.prepare import PreparedDataset, load_dataset

@@ -24,10 +24,10 @@ from pathlib import Path
 import torch
 from interleave import command_line, interleaved
 
-from gridlab.analyses import adversarial_model
+from gridlab.analyses.adversarial_model import AdversarialModelParams
+from gridlab.analyses.adversarial_model import compute as adversarial_model
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.catalog.analyses import AdversarialModelParams
 from gridlab.config.schema import CellConfig
 from gridlab.data.batching import Batch
 from gridlab.data.prepare import PreparedDataset, load_dataset

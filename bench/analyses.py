@@ -35,7 +35,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from gridlab.analyses import adversarial, importance
+from gridlab.analyses import importance
+from gridlab.analyses.adversarial import compute as adversarial
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once
 from gridlab.analyses.importance.integrated_gradients import integrated_gradients

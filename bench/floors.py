@@ -46,10 +46,15 @@ import torch
 from analyses import batches, model  # bench/analyses.py, beside this file
 from torch import nn
 
-from gridlab.analyses import adversarial, erasure_multi, importance, permutation
+from gridlab.analyses import importance
+from gridlab.analyses.adversarial import AdversarialParams
+from gridlab.analyses.adversarial import compute as adversarial
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.catalog.analyses import AdversarialParams, ErasureMultiParams, PermutationParams
+from gridlab.analyses.erasure_multi import ErasureMultiParams
+from gridlab.analyses.erasure_multi import compute as erasure_multi
+from gridlab.analyses.permutation import PermutationParams
+from gridlab.analyses.permutation import compute as permutation
 from gridlab.data.batching import Batch
 from gridlab.models.classifier import FlatClassifier
 

@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from gridlab.analyses import sparsity_importance
 from gridlab.analyses.common import forward_once
+from gridlab.analyses.sparsity_importance import compute as sparsity_importance
 from gridlab.data.batching import collate
 from gridlab.execution.runner import ShardRunner
 from gridlab.grid.expand import resolve_data_dir

@@ -6,6 +6,7 @@ the analyses' code, the models' code or how a grid is run; what it validates aga
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,9 +35,23 @@ LAYER_OF = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 ROOT_ENTRY = "api"
 
 
+# An analysis folder's `__init__.py` is its declaration: torch-free, read by the catalog (which finds it), so it
+# sits in the catalog's layer; the folder's `compute.py` and the shared modules of analyses/ sit in their own.
+DECLARATIONS = {p.parent.name for p in (PACKAGE / "analyses").glob("*/compute.py")}
+
+
 def owner(path: Path) -> str:
-    """The top-level package (or module) of gridlab a file belongs to."""
-    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+    """The top-level package (or module) of gridlab a file belongs to (the catalog, for a declaration)."""
+    parts = path.relative_to(PACKAGE).parts
+    if parts[0] == "analyses" and len(parts) == 3 and parts[1] in DECLARATIONS and parts[2] == "__init__.py":
+        return "catalog"
+    return parts[0].removesuffix(".py")
+
+
+def layer_name(module: str) -> str:
+    """The package whose layer a module of gridlab (`gridlab.x.y`) counts in."""
+    parts = module.split(".")
+    return "catalog" if parts[1:2] == ["analyses"] and len(parts) == 3 and parts[2] in DECLARATIONS else parts[1]
 
 
 def imported(tree: ast.AST) -> list[tuple[int, str]]:
@@ -44,11 +59,14 @@ def imported(tree: ast.AST) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gridlab."):
-            found.append((node.lineno, node.module.split(".")[1]))
+            if node.module == "gridlab.analyses":  # its modules: declarations, or the analyses' own code
+                found += [(node.lineno, layer_name(f"{node.module}.{a.name}")) for a in node.names]
+            else:
+                found.append((node.lineno, layer_name(node.module)))
         elif isinstance(node, ast.ImportFrom) and node.module == "gridlab":  # a subpackage, or the root's names
             found += [(node.lineno, a.name if a.name in LAYER_OF else "__init__") for a in node.names]
         elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name.split(".")[1]) for a in node.names if a.name.startswith("gridlab.")]
+            found += [(node.lineno, layer_name(a.name)) for a in node.names if a.name.startswith("gridlab.")]
     return found
 
 
@@ -95,13 +113,15 @@ def torch_importers(package: str) -> list[str]:
 
 def test_reports_studies_and_annotation_read_rows_only():
     """No torch in report/, studies/ and annotate/, directly or through what they import: they read rows, never a
-    model."""
+    model, and of the analyses only their declarations."""
     assert [torch_importers(p) for p in ("report", "studies", "annotate")] == [[], [], []]
     probe = (
         "import sys, gridlab.report.build, gridlab.studies.report, gridlab.studies.fidelity_doc, "
         "gridlab.annotate.export, gridlab.annotate.score; "
         "from gridlab.studies.sections.registry import load_sections; load_sections(); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' or m.startswith('gridlab.analyses')))"
+        f"declared = {sorted(f'gridlab.analyses.{d}' for d in DECLARATIONS)!r}; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' "
+        "or m.startswith('gridlab.analyses.') and m not in declared))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
@@ -120,3 +140,36 @@ def test_the_python_api_is_light():
     """`import gridlab` is the version; the API it opens reads rows (pandas, pyarrow) and never loads torch or Ray."""
     assert loaded_by("import gridlab") == "[]"
     assert loaded_by("import gridlab.api") == "['pandas', 'pyarrow']"
+
+
+def analyses_named(path: Path) -> list[str]:
+    """'file:line: id' for each analysis id a module's code names: in a string (docstrings aside, which may give
+    one as an example) or in an import of an analysis's folder."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    word = re.compile(r"\b(" + "|".join(sorted(DECLARATIONS)) + r")\b")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            found += [f"{path.relative_to(PACKAGE)}:{node.lineno}: {w}" for w in word.findall(node.value)]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            found += [f"{path.relative_to(PACKAGE)}:{node.lineno}: {m}" for m in modules if word.search(m)]
+    return found
+
+
+def test_running_planning_and_reporting_name_no_analysis():
+    """What a grid-scope analysis needs (its peers, the rows to drop), whether rows are worth heatmaps, which
+    cells an analysis applies to: the machinery asks the declarations, so a new analysis edits none of it. The
+    report's sections are left out: each presents the rows of analyses it names, as the studies' sections do."""
+    folders = ["execution", "grid", "results", "tracking", "cli"]
+    paths = [p for f in folders for p in (PACKAGE / f).rglob("*.py")] + sorted((PACKAGE / "report").glob("*.py"))
+    assert DECLARATIONS and "seed_variance" in DECLARATIONS  # the scan looks for something
+    assert [hit for path in paths for hit in analyses_named(path)] == []

@@ -38,7 +38,7 @@ class AnalysisContext(Generic[P]):
 
     cell_id: str
     # in eval mode; a translation cell's `Seq2Seq` reaches the analyses that apply to every cell
-    # (attention_ablation), the others are given classifiers only (`gridlab.catalog.analyses.ANALYSES[...].applies`)
+    # (attention_ablation), the others are given classifiers only (their declaration's `applies`)
     model: AttentionClassifier | Seq2Seq
     device: torch.device
     params: P
@@ -78,14 +78,14 @@ each column of its `schema`."""
 
 
 class Analysis(ABC, Generic[P]):
-    """One analysis: its declaration (`info`: id, parameters, scope, the cells it applies to, from
-    `gridlab.catalog.analyses`, torch-free so that validation, planning and reports need no torch), the
-    columns it writes, and the functions that compute and summarise them. Subclass one of the three kinds
-    below in the analysis's own module and add the class to `gridlab.analyses.registry`; mypy checks each
-    bound function against the kind's signatures, with `P` the analysis's parameter class.
+    """One analysis: its declaration (`info`: id, parameters, scope, the cells it applies to, from its
+    folder's `__init__.py`, torch-free so that validation, planning and reports need no torch), the columns
+    it writes, and the functions that compute and summarise them. Subclass one of the three kinds below,
+    once, in the folder's `compute.py` (the registry finds it there); mypy checks each bound function
+    against the kind's signatures, with `P` the analysis's parameter class.
 
-        class Permutation(InstanceAnalysis[PermutationParams]):
-            info = ANALYSES["permutation"]
+        class Permutation(InstanceAnalysis[PermutationParams]):   # gridlab/analyses/permutation/compute.py
+            info = INFO                                           # from gridlab.analyses.permutation
             schema, version = SCHEMA, VERSION
             run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)
     """

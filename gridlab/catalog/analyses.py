@@ -1,7 +1,8 @@
-"""The analyses of docs/analyses.md declared: their ids, parameters (with the papers' defaults), scope and
-the cells they apply to. Grid validation, planning and reports read these declarations without importing
-torch; each analysis's class in `gridlab.analyses` binds its computation to its declaration, and
-`gridlab.analyses.registry.register` declares an analysis defined outside gridlab (a plug-in) here too.
+"""What an analysis declaration is made of, and where the declarations are found. Each analysis is a folder
+`gridlab/analyses/<id>/` whose `__init__.py` declares it (`INFO`: an `AnalysisInfo`, with its parameter class)
+without torch, and whose `compute.py` computes it. `ANALYSES` finds the declarations by scanning that package
+on first use, so grid validation, planning and reports read them without importing torch, and no list names
+them; a plug-in package of the same shape is added with `add_package` (docs/analyses.md#adding-one).
 
     >>> ANALYSES["permutation"].params(n=50).n
     50
@@ -9,12 +10,16 @@ torch; each analysis's class in `gridlab.analyses` binds its computation to its 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gridlab.config.schema import CellConfig
 from gridlab.data.catalog import DATASETS
 
 Ranking = Literal[
@@ -29,17 +34,17 @@ Ranking = Literal[
     "attention_flow",
     "norm_rollout",
 ]
-AblationMode = Literal["uniform", "random", "permute"]
-AdversaryVariant = Literal["frozen", "unfrozen"]
-MlpVariant = Literal["uniform", "learned", "base"]
 Scope = Literal["instance", "model", "grid"]
+BUILT_IN_PACKAGE = "gridlab.analyses"
+COMPUTE = "compute"  # the module of an analysis folder that computes it (torch); `__init__` declares it
 
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-def _unique(values: list) -> list:
+def unique(values: list) -> list:
+    """A list parameter's validator: the same value twice would compute (and write) the same rows twice."""
     if len(set(values)) != len(values):
         raise ValueError(f"values must not repeat (got {values})")
     return values
@@ -47,56 +52,6 @@ def _unique(values: list) -> list:
 
 class NoParams(Params):
     pass
-
-
-class PermutationParams(Params):
-    n: int = Field(100, ge=1, description="random permutations of alpha per instance (J&W: 100)")
-
-
-class AdversarialParams(Params):
-    k: int = Field(5, ge=1, description="adversarial distributions per instance")
-    steps: int = Field(500, ge=1)
-    lr: float = Field(0.01, gt=0)
-    eps: float | None = Field(None, gt=0, description="TVD budget; default 0.01 (classification), 0.05 (QA)")
-    lam: float = Field(500.0, ge=0, description="weight of the TVD penalty (J&W: 500)")
-    init_scale: float = Field(3.0, ge=0, description="logits start at log(uniform) + init_scale * N(0, 1)")
-    stop_window: int = Field(
-        50,
-        ge=0,
-        description="early stopping: objective window means compared every "
-        "stop_window steps; 0 runs every instance for all steps",
-    )
-    stop_rtol: float = Field(1e-3, gt=0, description="an instance stops when its window mean moves by <= stop_rtol")
-
-
-class SparsityParams(Params):
-    gh_x_positions: int | None = Field(
-        None,
-        ge=1,
-        description="positions p over which entropy_gh_x averages: every item (null, Meister et al.) or at most "
-        "this many, evenly spaced over the instance's items (a backward each: O(T^2) becomes O(T * this))",
-    )
-    representation_layer: int | None = Field(
-        None,
-        ge=0,
-        description="what h is in g_y(h), g_h(x) and D_y(h): the input of the final attention layer (null), "
-        "or, for a Transformer encoder, the input of its self-attention layer k (0: the projected embeddings "
-        "plus positions), h_i erased by deleting item i from layer k on",
-    )
-    representation_erasure: Literal["renormalise", "zero"] = Field(
-        "renormalise",
-        description="how D_y(h) erases h_i at the final attention layer: alpha_i set to 0 and the rest "
-        "renormalised, or h_i replaced by the zero vector and attention recomputed over every item",
-    )
-
-    @model_validator(mode="after")
-    def _one_erasure(self) -> SparsityParams:
-        if self.representation_layer is not None and self.representation_erasure != "renormalise":
-            raise ValueError(
-                "representation_erasure applies at the final attention layer; with representation_layer set, "
-                "h_i is deleted from that layer on (expected one of the two)"
-            )
-        return self
 
 
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)  # every ranking, in the order of the analyses' columns
@@ -110,9 +65,9 @@ SELF_ATTENTION_ENCODERS = ("transformer", "pretrained")
 RANKING_NEEDS = {name: "encoder transformer or pretrained" for name in TRANSFORMER_RANKINGS}  # for `gridlab plan`
 
 
-def ranking_applies(ranking: str, cell: dict) -> bool:
-    """Whether a ranking can be computed for a cell (its config as a plain dict)."""
-    return ranking not in TRANSFORMER_RANKINGS or cell["encoder"] in SELF_ATTENTION_ENCODERS
+def ranking_applies(ranking: str, cell: CellConfig) -> bool:
+    """Whether a ranking can be computed for a cell."""
+    return ranking not in TRANSFORMER_RANKINGS or cell.encoder in SELF_ATTENTION_ENCODERS
 
 
 class RankedParams(Params):
@@ -121,246 +76,145 @@ class RankedParams(Params):
     rankings: list[Ranking] = Field(min_length=1)
     ig_steps: int = Field(50, ge=1, description="integration steps of integrated_gradients")
 
-    _rankings_unique = field_validator("rankings")(_unique)
+    _rankings_unique = field_validator("rankings")(unique)
 
 
-class ErasureMultiParams(RankedParams):
-    rankings: list[Ranking] = Field(default_factory=lambda: list(ERASURE_RANKINGS), min_length=1)
-    exact_max_len: int = Field(14, ge=0, description="exact minimal flipping set up to this length; 0 disables")
-
-
-_ABLATION_MODES: tuple[AblationMode, ...] = ("uniform", "random", "permute")
-
-
-class AttentionAblationParams(Params):
-    modes: list[AblationMode] = Field(default_factory=lambda: list(_ABLATION_MODES), min_length=1)
-    han_levels: Literal["both", "sentence"] = Field(
-        "both",
-        description="a HAN's attention replaced at both levels (Vashishth §3.1 attends at both), or at the "
-        "sentence level only, its word weights kept",
-    )
-    beam_size: int = Field(
-        1,
-        ge=1,
-        description="translation: hypotheses kept per decoding step; 1 is greedy decoding (as training's dev BLEU)",
-    )
-
-    _modes_unique = field_validator("modes")(_unique)
-
-
-_ADVERSARY_VARIANTS: tuple[AdversaryVariant, ...] = ("frozen", "unfrozen")
-
-
-class AdversarialModelParams(Params):
-    variants: list[AdversaryVariant] = Field(default_factory=lambda: list(_ADVERSARY_VARIANTS), min_length=1)
-    lam: float = Field(1.0, ge=0, description="weight of the attention KL term (W&P)")
-    epochs: int = Field(8, ge=1)
-    lr: float | None = Field(None, gt=0, description="the adversaries' learning rate; null: the cell's train.lr")
-    divergence: Literal["kl", "jsd"] = Field(
-        "kl", description="the attention term: W&P's KL(alpha_adv || alpha_base), or the bounded JSD"
-    )
-
-    _variants_unique = field_validator("variants")(_unique)
-
-
-_MLP_VARIANTS: tuple[MlpVariant, ...] = ("uniform", "learned", "base")
-
-
-class DiagnosticMlpParams(Params):
-    variants: list[MlpVariant] = Field(
-        default_factory=lambda: list(_MLP_VARIANTS),
-        min_length=1,
-        description="how the MLP weighs its tokens: uniformly, by its own trained attention, by the model's frozen one",
-    )
-    hidden: int = Field(64, ge=1, description="hidden size of W&P's diagnostic MLP")
-    epochs: int = Field(8, ge=1)
-
-    _variants_unique = field_validator("variants")(_unique)
-
-
-RECOVERY_RANKINGS: tuple[Ranking, ...] = ("attention", "gradient", "grad_x_attention", "leave_one_out")
 # Every ranking but attention flow, whose max-flows grow with T^3 per instance: asked for by name on short texts.
 FAITHFULNESS_RANKINGS: tuple[Ranking, ...] = tuple(r for r in RANKINGS if r != "attention_flow")
 
 
-class RationaleRecoveryParams(RankedParams):
-    rankings: list[Ranking] = Field(default_factory=lambda: list(RECOVERY_RANKINGS), min_length=1)
-    ks: list[int] = Field(default_factory=lambda: [1, 3, 5], min_length=1)
-
-    _ks_unique = field_validator("ks")(_unique)
+Applies = Callable[[CellConfig], bool]  # whether an analysis applies to a cell (its resolved config)
+# A grid-scope analysis's peers: every cell's resolved config (cell id -> JSON) -> each cell's peer cells
+PeerRule = Callable[[Mapping[str, dict]], dict[str, list[str]]]
 
 
-class EraserParams(RankedParams):
-    rankings: list[Ranking] = Field(default_factory=lambda: list(FAITHFULNESS_RANKINGS), min_length=1)
-    bins: list[float] = Field(
-        default_factory=lambda: [0.01, 0.05, 0.1, 0.2, 0.5],
-        min_length=1,
-        description="shares of the items removed (comprehensiveness) or kept (sufficiency), DeYoung et al.'s bins",
-    )
-
-    @field_validator("bins")
-    @classmethod
-    def _shares(cls, bins: list[float]) -> list[float]:
-        if any(not 0 < b <= 1 for b in bins):
-            raise ValueError(f"bins are shares of the items, each in (0, 1] (got {bins})")
-        return _unique(bins)
+def classifier_cells(cell: CellConfig) -> bool:
+    """`applies` of the analyses that read a classifier's output (every task but translation)."""
+    return DATASETS[cell.dataset].task != "translation"
 
 
-class RankingAgreementParams(RankedParams):
-    rankings: list[Ranking] = Field(default_factory=lambda: list(FAITHFULNESS_RANKINGS), min_length=2)
-    k: int = Field(5, ge=1, description="top-k overlap: the shared share of each pair's top min(k, T) items")
-
-
-Applies = Callable[[dict], bool]
-
-
-def _classification(cell: dict) -> bool:
-    return DATASETS[cell["dataset"]].task != "translation"
-
-
-def _always(cell: dict) -> bool:
+def every_cell(cell: CellConfig) -> bool:
     return True
 
 
 @dataclass(frozen=True)
 class AnalysisInfo:
-    id: str
-    summary: str
+    """An analysis as validation, planning, the runner and reports see it, torch-free."""
+
+    id: str  # also its folder's name
+    summary: str  # what its rows hold, in a line (`gridlab plan`, docs)
     params: type[Params]
     scope: Scope
-    applies: Applies = _always
+    applies: Applies = every_cell
     needs: str = ""  # the condition `applies` checks, in words, for `gridlab plan`
+    # its rows are per instance and worth a heatmap beside them: the report's heatmaps show cells that have them
+    heatmaps: bool = False
+    # grid scope only: whom a cell is compared with. The planner waits for a cell's peers to train, and a
+    # retrained cell's peers lose their rows of this analysis (they compared against the old model)
+    peers: PeerRule | None = None
+
+    def __post_init__(self) -> None:
+        if (self.scope == "grid") != (self.peers is not None):
+            raise ValueError(f"analysis {self.id}: a grid-scope analysis, and only one, says who its peers are")
 
 
-ANALYSES: dict[str, AnalysisInfo] = {
-    info.id: info
-    for info in [
-        AnalysisInfo(
-            "importance_correlation",
-            "Kendall tau of attention with gradient and leave-one-out (J&W §4.1)",
-            NoParams,
-            "instance",
-            _classification,
-            "a classifier",
-        ),
-        AnalysisInfo(
-            "permutation",
-            "output change under permuted attention (J&W §4.2.1)",
-            PermutationParams,
-            "instance",
-            _classification,
-            "a classifier",
-        ),
-        AnalysisInfo(
-            "adversarial",
-            "maximally different attention with the same output (J&W §4.2.2)",
-            AdversarialParams,
-            "instance",
-            _classification,
-            "a classifier",
-        ),
-        AnalysisInfo(
-            "erasure_single",
-            "erasing the top vs a random attention weight (S&S §4)",
-            NoParams,
-            "instance",
-            _classification,
-            "a classifier",
-        ),
-        AnalysisInfo(
-            "erasure_multi",
-            "weights erased until the decision flips, per ranking (S&S §5)",
-            ErasureMultiParams,
-            "instance",
-            _classification,
-            "a classifier",
-        ),
-        AnalysisInfo(
-            "attention_ablation",
-            "accuracy with uniform, random, permuted attention (Vashishth §4.1)",
-            AttentionAblationParams,
-            "model",
-        ),
-        AnalysisInfo(
-            "sparsity_importance",
-            "entropy and tau of normalised importance (Meister §3-4)",
-            SparsityParams,
-            "instance",
-            lambda cell: _classification(cell) and cell["encoder"] != "pretrained",
-            "a classifier whose attention has one score per item (not encoder pretrained)",
-        ),
-        AnalysisInfo(
-            "adversarial_model",
-            "an adversary model with diverging attention (W&P)",
-            AdversarialModelParams,
-            "model",
-            _classification,
-            "a classifier",
-        ),
-        AnalysisInfo(
-            "layer_permutation",
-            "accuracy with self-attention layers 1..k permuted (Vashishth §4.3)",
-            NoParams,
-            "model",
-            lambda cell: cell["encoder"] == "transformer",
-            "encoder transformer",
-        ),
-        AnalysisInfo(
-            "seed_variance",
-            "attention JSD between models that differ only in seed (W&P)",
-            NoParams,
-            "grid",
-            _classification,
-            "a classifier",
-        ),
-        AnalysisInfo(
-            "diagnostic_mlp",
-            "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
-            DiagnosticMlpParams,
-            "model",
-            lambda cell: cell["architecture"] == "flat",
-            "architecture flat",
-        ),
-        AnalysisInfo(
-            "token_scores",
-            "per-item attention, gradient, leave-one-out and a permuted attention, for heatmaps and annotation",
-            NoParams,
-            "instance",
-            _classification,
-            "a classifier",
-        ),
-        AnalysisInfo(
-            "rationale_recovery",
-            "precision@k and AUC of rankings against true rationales",
-            RationaleRecoveryParams,
-            "instance",
-            lambda cell: DATASETS[cell["dataset"]].has_rationales,
-            "a dataset with rationales",
-        ),
-        AnalysisInfo(
-            "eraser",
-            "comprehensiveness, sufficiency and their AOPC per ranking (DeYoung et al. 2020)",
-            EraserParams,
-            "instance",
-            _classification,
-            "a classifier",
-        ),
-        AnalysisInfo(
-            "ranking_agreement",
-            "Kendall tau and top-k overlap between every pair of rankings (the disagreement problem)",
-            RankingAgreementParams,
-            "instance",
-            _classification,
-            "a classifier",
-        ),
-    ]
-}
+class Declarations(Mapping[str, AnalysisInfo]):
+    """Analysis id -> its declaration, found in the folders of the packages added (gridlab's own first), in
+    folder-name order. Scanned on first use: a declaration imports this module, so the scan cannot run while
+    it loads."""
+
+    def __init__(self, *packages: str) -> None:
+        self._packages = list(packages)
+        self._found: dict[str, AnalysisInfo] | None = None
+        self._package_of: dict[str, str] = {}
+
+    def add_package(self, package: str) -> list[str]:
+        """Declares every analysis folder of `package` (a plug-in: the same shape as gridlab's own); the ids
+        found. Adding a package again is a no-op; an id already taken by another analysis is an error."""
+        if package not in self._packages:
+            self._packages.append(package)
+        if self._found is None:
+            self._scan()
+            return [a for a, p in self._package_of.items() if p.rsplit(".", 1)[0] == package]
+        return self._add(package)
+
+    def package(self, analysis_id: str) -> str:
+        """The module path of an analysis's folder (`gridlab.analyses.permutation`)."""
+        self._declared()
+        return self._package_of[analysis_id]
+
+    def forget(self, package: str) -> None:
+        """Undoes `add_package` (tests that add a toy package and leave the catalog as they found it)."""
+        self._packages.remove(package)
+        for analysis_id in [a for a, p in self._package_of.items() if p.rsplit(".", 1)[0] == package]:
+            del self._declared()[analysis_id], self._package_of[analysis_id]
+
+    def __getitem__(self, analysis_id: str) -> AnalysisInfo:
+        return self._declared()[analysis_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._declared())
+
+    def __len__(self) -> int:
+        return len(self._declared())
+
+    def _declared(self) -> dict[str, AnalysisInfo]:
+        if self._found is None:
+            self._scan()
+        assert self._found is not None
+        return self._found
+
+    def _scan(self) -> None:
+        self._found = {}
+        for package in self._packages:
+            self._add(package)
+
+    def _add(self, package: str) -> list[str]:
+        assert self._found is not None
+        added = []
+        for folder in analysis_folders(package):
+            info = declaration(folder)
+            known = self._package_of.get(info.id)
+            if known is not None and known != folder:
+                raise ValueError(f"{folder}: analysis id '{info.id}' is already declared by {known}")
+            self._found[info.id], self._package_of[info.id] = info, folder
+            added.append(info.id)
+        return added
 
 
-def declare(info: AnalysisInfo) -> None:
-    """Adds an analysis declared outside this module (`gridlab.analyses.registry.register`). Declaring the
-    same one again is a no-op; another analysis under a taken id is an error."""
-    known = ANALYSES.get(info.id)
-    if known is not None and known != info:
-        raise ValueError(f"analysis id '{info.id}' is already declared ({known.summary})")
-    ANALYSES[info.id] = info
+def analysis_folders(package: str) -> list[str]:
+    """The subpackages of `package` that are analyses (they hold a `compute` module), by name; shared code
+    (gridlab's `importance/`, plain modules) is not one. Only the declarations are imported, never `compute`."""
+    paths = importlib.import_module(package).__path__
+    folders = []
+    for found in sorted(pkgutil.iter_modules(paths), key=lambda m: m.name):
+        location = Path(getattr(found.module_finder, "path", "")) / found.name
+        if found.ispkg and any(m.name == COMPUTE for m in pkgutil.iter_modules([str(location)])):
+            folders.append(f"{package}.{found.name}")
+    return folders
+
+
+def computation(folder: str) -> Callable[[str], object]:
+    """An analysis folder's module `__getattr__`: a name its declaration does not define (`run`, `SCHEMA`) comes
+    from its `compute` module, imported on first use. Importing the folder stays torch-free, and code written
+    before the split (`gridlab.analyses.permutation.run`, as ../shared/perf-peers calls it) keeps working."""
+
+    def forwarded(name: str) -> object:
+        if name.startswith("__"):  # Python's own probes (__path__, __file__, ...) never load the computation
+            raise AttributeError(f"module {folder!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{folder}.{COMPUTE}"), name)
+
+    return forwarded
+
+
+def declaration(folder: str) -> AnalysisInfo:
+    """An analysis folder's `INFO`, checked: it is an `AnalysisInfo` named as its folder."""
+    info = vars(importlib.import_module(folder)).get("INFO")  # not getattr: that would import `compute`
+    if not isinstance(info, AnalysisInfo):
+        raise ValueError(f"{folder}/__init__.py: expected INFO, the analysis's AnalysisInfo")
+    if info.id != folder.rsplit(".", 1)[1]:
+        raise ValueError(f"{folder}/__init__.py: INFO.id is '{info.id}', expected its folder's name")
+    return info
+
+
+ANALYSES = Declarations(BUILT_IN_PACKAGE)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gridlab.catalog.analyses import Params, SparsityParams
+from gridlab.analyses.sparsity_importance import SparsityParams
+from gridlab.catalog.analyses import Params
 from gridlab.config.schema import CellConfig
 from gridlab.data.catalog import DATASETS
 from gridlab.data.pretrained import PRETRAINED_MODELS, PretrainedError, pretrained_folder

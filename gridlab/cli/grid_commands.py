@@ -87,8 +87,7 @@ def say_results_folder(expanded: ExpandedGrid, as_json: bool) -> None:
 
 
 def applicable(expanded: ExpandedGrid, cell: Cell) -> list[str]:
-    config = cell.config.model_dump()
-    return [a for a in expanded.analyses if ANALYSES[a].applies(config)]
+    return [a for a in expanded.analyses if ANALYSES[a].applies(cell.config)]
 
 
 @user_errors
@@ -198,7 +197,7 @@ def _skipped_rankings(expanded: ExpandedGrid, analysis_id: str) -> list[str]:
     cells = [c for c in expanded.cells if analysis_id in applicable(expanded, c)]
     lines = []
     for ranking in rankings:
-        skipping = sum(not ranking_applies(ranking, c.config.model_dump()) for c in cells)
+        skipping = sum(not ranking_applies(ranking, c.config) for c in cells)
         if skipping:
             lines.append(
                 f"ranking {ranking}: skipped for {skipping} of {counted(len(cells), 'cell')} "

@@ -33,7 +33,7 @@ from ray import cloudpickle
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayError
 
 from gridlab.analyses.base import Analysis
-from gridlab.analyses.registry import BUILT_IN, IMPLEMENTATIONS
+from gridlab.analyses.registry import ANALYSES, IMPLEMENTATIONS, is_plugin
 from gridlab.execution.codebase import Codebase, ForeignCode
 from gridlab.execution.plan import (
     ShardJob,
@@ -79,7 +79,11 @@ class AnalysisActor:
             activate(mirror)
         set_torch_threads(cpus)
         self.runner = ShardRunner(
-            Path(grid_results), Path(data_dir), Path(cache_dir), pick_device(device, gpus), IMPLEMENTATIONS | plugins
+            Path(grid_results),
+            Path(data_dir),
+            Path(cache_dir),
+            pick_device(device, gpus),
+            {**IMPLEMENTATIONS, **plugins},
         )
 
     def run(self, job: ShardJob) -> ShardOutcome:
@@ -305,12 +309,12 @@ def shard_cost(job: ShardJob, outcome: ShardOutcome | None) -> str:
 
 
 def plugins() -> dict[str, type[Analysis]]:
-    """The analyses registered in this process beyond gridlab's own (`registry.register`). Their modules are
-    pickled by value, so that a plug-in defined in a script or a test also runs on workers that cannot
-    import it."""
-    found = {a: analysis for a, analysis in IMPLEMENTATIONS.items() if analysis not in BUILT_IN}
-    for module in {analysis.__module__ for analysis in found.values()} - {"__main__"}:  # __main__ is by value
-        cloudpickle.register_pickle_by_value(sys.modules[module])
+    """The analyses added in this process beyond gridlab's own (`registry.register`). Their folders are
+    pickled by value, so that a plug-in package written by a script or a test also runs on workers that
+    cannot import it."""
+    found = {a: IMPLEMENTATIONS[a] for a in ANALYSES if is_plugin(a)}
+    for analysis_id in found:
+        cloudpickle.register_pickle_by_value(sys.modules[ANALYSES.package(analysis_id).rsplit(".", 1)[0]])
     return found
 
 

@@ -175,8 +175,7 @@ def _instances_copied(grid: ExpandedGrid, cell: Cell, source: str | None) -> int
 
 def _per_instance(grid: ExpandedGrid, cell: Cell) -> set[str]:
     """The grid's analyses that apply to the cell and are timed by instance (not per model)."""
-    config = cell.config.model_dump()
-    return {a for a in grid.analyses if ANALYSES[a].scope != "model" and ANALYSES[a].applies(config)}
+    return {a for a in grid.analyses if ANALYSES[a].scope != "model" and ANALYSES[a].applies(cell.config)}
 
 
 CALIBRATION_BATCHES = 4  # timed training batches per kind of cell, after one to warm up
@@ -236,11 +235,12 @@ def _seconds_per_instance(
     grid: ExpandedGrid, cell: Cell, model: torch.nn.Module, data: PreparedDataset
 ) -> float | None:
     """One batch of the grid's per-instance analyses (seed-peer analyses left out) on a sample of test rows."""
-    config = cell.config.model_dump()
     chosen = {
         a: IMPLEMENTATIONS[a]
         for a in grid.analyses
-        if a in IMPLEMENTATIONS and issubclass(IMPLEMENTATIONS[a], InstanceAnalysis) and ANALYSES[a].applies(config)
+        if a in IMPLEMENTATIONS
+        and issubclass(IMPLEMENTATIONS[a], InstanceAnalysis)
+        and ANALYSES[a].applies(cell.config)
     }
     if not chosen or not isinstance(model, AttentionClassifier):
         return None

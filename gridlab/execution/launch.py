@@ -37,13 +37,13 @@ from pyarrow import fs as pafs
 from ray import tune
 from ray.tune import PlacementGroupFactory
 
-from gridlab.analyses.seed_variance import peers_of
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.data.catalog import DATASETS
 from gridlab.data.prepare import verify_release
 from gridlab.errors import BadInput, Interrupted, ResourceFault, UntrustedExperiment
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.execution.codebase import Codebase
-from gridlab.execution.plan import mark_shard_order, plan_jobs, reusable_parts
+from gridlab.execution.plan import grid_peers, mark_shard_order, plan_jobs, reusable_parts
 from gridlab.execution.progress import GridProgress, Status, cell_params, cell_tags
 from gridlab.execution.ray_session import ray_session
 from gridlab.execution.seal import OVERRIDE, SealState, Verdict, check
@@ -96,9 +96,10 @@ def launch(
     trust_results: bool = False,
 ) -> LaunchReport:
     """Train what is untrained and run (or resume) the analyses of every trained cell (`only` those; none for
-    an empty list), each model's as soon as it is trained. A forced cell's old rows (and its seed peers'
-    seed_variance rows) are dropped first. Its start and end go to the grid's launch log (a study's wall
-    time, `gridlab fidelity`). `trust_results`: restore an interrupted experiment without its seal."""
+    an empty list), each model's as soon as it is trained. A forced cell's old rows (and its peers' rows of the
+    grid-scope analyses that compared them with it) are dropped first. Its start and end go to the grid's
+    launch log (a study's wall time, `gridlab fidelity`). `trust_results`: restore an interrupted experiment
+    without its seal."""
     with exclusive(grid.workspace, "launch"), _timed(grid) as record:
         report = _launch(grid, force, address, emit, status, only, trust_results)
         record.update(trained=len(report.trained), failed=len(report.failed))
@@ -208,10 +209,14 @@ def adopt_parts(grid: ExpandedGrid, cell: Cell, source: GridWorkspace) -> int:
 
 def _drop_stale_rows(grid: ExpandedGrid, force: list[str], emit: Callable[[str], None]) -> None:
     configs = {c.id: c.config.model_dump(mode="json") for c in grid.cells}
+    peers = grid_peers(
+        list(ANALYSES), configs
+    )  # every grid-scope analysis: rows of one the grid no longer asks for too
     for cell_id in force:
         removed = drop_cell_parts(grid.workspace, cell_id)
-        for peer in peers_of(configs[cell_id], configs):
-            removed += drop_cell_parts(grid.workspace, peer, ["seed_variance"])
+        for analysis, peers_by_cell in peers.items():
+            for peer in peers_by_cell.get(cell_id, []):
+                removed += drop_cell_parts(grid.workspace, peer, [analysis])
         if removed:
             emit(f"{cell_id}: retraining, so {removed} folders of its analysis rows were removed")
 

@@ -20,11 +20,11 @@ grid now gives (`check_part_params`), or cut from another sample than its `insta
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gridlab.analyses.registry import IMPLEMENTATIONS
-from gridlab.analyses.seed_variance import seed_peers
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.errors import BadInput, GridlabError
 from gridlab.grid.expand import Cell, ExpandedGrid
@@ -48,7 +48,7 @@ class ShardJob:
     shard: Shard
     analyses: dict[str, dict] = field(default_factory=dict)  # analysis id -> params (JSON)
     batch_size: int = 32  # shards start at multiples of it, so an instance's batch never depends on sharding
-    peers: tuple[str, ...] = ()  # cells that differ only in seed, for grid-level analyses (seed_variance)
+    peers: tuple[str, ...] = ()  # the cells its grid-scope analyses compare it with (their `peers` rule)
 
     def keys(self) -> set[tuple[str, int, str]]:
         """(cell, shard, analysis) of every part this job writes."""
@@ -61,25 +61,26 @@ def plan_jobs(
     """Jobs with at least one missing part, for the trained cells (all, or `cell_ids` and their seed peers);
     and how many parts of those cells already exist.
 
-    A grid-level analysis (seed_variance) of a cell is planned once every cell of its seed group has finished
-    training (trained or failed) and at least one peer is trained; until then it is left for a later plan.
+    A grid-scope analysis of a cell is planned once every peer its declaration names (`AnalysisInfo.peers`)
+    has finished training (trained or failed) and at least one is trained; until then it is left for a later
+    plan. Analyses with other peers go in jobs of their own.
     """
     store = ModelStore(grid.workspace.models)
     states = {c.id: store.cell(c.id).state() for c in grid.cells}
     configs = {c.id: c.config.model_dump(mode="json") for c in grid.cells}
-    peers_by_cell = seed_peers(configs)
-    wanted_cells = _with_seed_peers(cell_ids, peers_by_cell) if cell_ids is not None else set(configs)
+    peer_rules = grid_peers(list(grid.analyses), configs)
+    wanted_cells = _with_peers(cell_ids, peer_rules) if cell_ids is not None else set(configs)
     jobs, existing = [], 0
     for cell in grid.cells:
         if cell.id not in wanted_cells or states[cell.id] != "trained":
             continue
         analyses = _applicable(grid, cell, only)
-        peers: tuple[str, ...] = ()
-        if any(ANALYSES[a].scope == "grid" for a in analyses):
-            group = peers_by_cell[cell.id]
-            peers = tuple(p for p in group if states[p] == "trained")
-            if not peers or any(states[p] == "pending" for p in group):
-                analyses = {a: p for a, p in analyses.items() if ANALYSES[a].scope != "grid"}
+        peers: dict[str, tuple[str, ...]] = {}
+        for analysis in [a for a in analyses if a in peer_rules]:
+            group = peer_rules[analysis].get(cell.id, [])
+            peers[analysis] = tuple(p for p in group if states[p] == "trained")
+            if not peers[analysis] or any(states[p] == "pending" for p in group):
+                del analyses[analysis], peers[analysis]
         if not analyses:
             continue
         rows = rows_in_test_split(grid.workspace, cell.id)
@@ -91,18 +92,9 @@ def plan_jobs(
         for shard, planned in units:
             missing = {a: p for a, p in planned.items() if not grid.workspace.part(a, cell.id, shard.index).exists()}
             existing += len(planned) - len(missing)
-            if missing:
-                uses_peers = any(ANALYSES[a].scope == "grid" for a in missing)
-                jobs.append(
-                    ShardJob(
-                        grid.spec.name,
-                        cell.id,
-                        shard,
-                        missing,
-                        grid.spec.analysis_batch_size,
-                        peers if uses_peers else (),
-                    )
-                )
+            for job_peers, job_analyses in _by_peers(missing, peers):
+                job = ShardJob(grid.spec.name, cell.id, shard, job_analyses, grid.spec.analysis_batch_size, job_peers)
+                jobs.append(job)
     return jobs, existing
 
 
@@ -185,7 +177,7 @@ class ReusablePart:
 def reusable_parts(grid: ExpandedGrid, cell: Cell, source: GridWorkspace) -> list[ReusablePart]:
     """The parts another grid wrote of a cell both grids hold that this grid has not, and would compute exactly
     as they were computed: with the same parameters and, for a per-instance part, over the same shard of the
-    same sample. Grid-level analyses (seed_variance) are left out, as their rows depend on the seeds each grid
+    same sample. Grid-scope analyses are left out, as their rows depend on the peers each grid
     holds, and so are parts that do not record their parameters or shard (an earlier gridlab): nothing says how
     they were computed."""
     planned = plan_shards(rows_in_test_split(source, cell.id), grid.spec.instances, grid.spec.shard_size)
@@ -218,14 +210,30 @@ def not_implemented(grid: ExpandedGrid, only: list[str] | None = None) -> list[s
     return [a for a in grid.analyses if a not in IMPLEMENTATIONS and (only is None or a in only)]
 
 
-def _with_seed_peers(cell_ids: set[str], peers: dict[str, list[str]]) -> set[str]:
-    return set(cell_ids) | {p for c in cell_ids for p in peers.get(c, [])}
+def grid_peers(analyses: list[str], configs: Mapping[str, dict]) -> dict[str, dict[str, list[str]]]:
+    """Each grid-scope analysis among `analyses` -> every cell's peers, by its declaration's rule (the cells'
+    resolved configs: id -> JSON)."""
+    return {a: rule(configs) for a in analyses if (rule := ANALYSES[a].peers) is not None}
+
+
+def _with_peers(cell_ids: set[str], rules: dict[str, dict[str, list[str]]]) -> set[str]:
+    return set(cell_ids) | {p for peers in rules.values() for c in cell_ids for p in peers.get(c, [])}
+
+
+def _by_peers(
+    analyses: dict[str, dict], peers: dict[str, tuple[str, ...]]
+) -> list[tuple[tuple[str, ...], dict[str, dict]]]:
+    """`analyses` cut into jobs by the peers they compare with; those that need none ride with the first set."""
+    first = next((peers[a] for a in analyses if a in peers), ())
+    groups: dict[tuple[str, ...], dict[str, dict]] = {}
+    for analysis, params in analyses.items():
+        groups.setdefault(peers.get(analysis, first), {})[analysis] = params
+    return list(groups.items())
 
 
 def _applicable(grid: ExpandedGrid, cell: Cell, only: list[str] | None) -> dict[str, dict]:
-    config = cell.config.model_dump()
     return {
         a: params.model_dump(mode="json")
         for a, params in grid.analyses.items()
-        if a in IMPLEMENTATIONS and (only is None or a in only) and ANALYSES[a].applies(config)
+        if a in IMPLEMENTATIONS and (only is None or a in only) and ANALYSES[a].applies(cell.config)
     }

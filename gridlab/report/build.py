@@ -47,7 +47,7 @@ def analysis_missing(analysis_id: str, inputs: ReportInputs) -> str:
             f"and run `gridlab analyze {grid_file}`"
         )
     info = ANALYSES.get(analysis_id)
-    configs = [cell.config.model_dump() for cell in inputs.grid.cells]
+    configs = [cell.config for cell in inputs.grid.cells]
     if info is not None and configs and not any(info.applies(c) for c in configs):
         return f"{analysis_id}: requested, but it applies to no cell of this grid (it needs {info.needs})"
     return (

@@ -21,7 +21,7 @@ Nulls (undefined tau, decisions that never flip) are dropped before any statisti
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -216,6 +216,11 @@ def bracket(low: float | None, high: float | None, digits: int = 2) -> str:
     if _is_null(low) or _is_null(high):
         return "–"
     return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def numbers(values: Iterable[float | None], digits: int = 2) -> list[str]:
+    """A display column of plain numbers, '–' where one is missing (a paper that printed none)."""
+    return [plus_minus(value, None, digits) for value in values]
 
 
 def pm(frame: pd.DataFrame, mean: str, std: str | None = None, digits: int = 2) -> list[str]:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gridlab.catalog.analyses import ANALYSES
+from gridlab.config.schema import CellConfig
 from gridlab.report.inputs import ReportInputs
 from gridlab.studies.published import published
 
@@ -64,7 +65,8 @@ def applicable_configs(inputs: ReportInputs, analyses: Sequence[str]) -> pd.Data
     wanted = [a for a in analyses if inputs.requested(a) and a in ANALYSES]
     if not wanted or configs.empty:
         return configs.iloc[0:0]
-    keep = [any(ANALYSES[a].applies(config) for a in wanted) for config in configs["_config"]]
+    cells = [CellConfig.model_validate(config) for config in configs["_config"]]
+    keep = [any(ANALYSES[a].applies(cell) for a in wanted) for cell in cells]
     return configs[np.asarray(keep, dtype=bool)]
 
 

@@ -25,7 +25,7 @@ from gridlab.studies.claims import CLAIM_LIST, STALE
 from gridlab.studies.conclusions import OVERALL, conclusions_document, display, finding_rows, overall_row
 from gridlab.studies.conclusions_record import RECORD_COLUMNS, ClaimRecord
 from gridlab.studies.provenance import measured_with
-from gridlab.studies.record import Trace
+from gridlab.studies.record import Trace, regenerating
 from gridlab.text import counted
 
 
@@ -107,8 +107,7 @@ def stale_text(table: pd.DataFrame) -> str:
     stale = table[table["verdict"] == STALE]
     if stale.empty:
         return "\nNo finding is stale."
-    per_grid = stale.groupby("grid", sort=False).size()
-    listed = ", ".join(f"`gridlab launch {grid}` ({counted(int(n), 'finding')})" for grid, n in per_grid.items())
+    listed = regenerating(stale, "finding")
     return (
         f"\n{counted(len(stale), 'finding')} of {int((table['condition'] != OVERALL).sum())} are stale, counted "
         f"as not run: recorded on cells that are no longer all the grid's, or by a statistic the claim no longer "

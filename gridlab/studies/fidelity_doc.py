@@ -36,7 +36,7 @@ from gridlab.studies.fidelity_record import NumberRecord
 from gridlab.studies.fidelity_text import count_line, count_text, extra_display, tolerance_frame, verdict_display
 from gridlab.studies.provenance import measured_with
 from gridlab.studies.published import PAPERS_WITHOUT_NUMBERS
-from gridlab.studies.record import Trace
+from gridlab.studies.record import Trace, regenerating
 from gridlab.studies.tolerances import CAPPED, DEFAULT, PAPER_SPREAD, rule_for
 from gridlab.studies.verdicts import FULL_SEEDS, Decided, PaperPlan, Plan, decide, headline
 from gridlab.studies.walltime import WallTime, wall_time
@@ -204,8 +204,7 @@ def stale_text(verdicts: pd.DataFrame) -> str:
     stale = verdicts[verdicts["verdict"] == STALE]
     if stale.empty:
         return "No number is stale."
-    per_grid = stale.groupby("grid", sort=False).size()
-    listed = ", ".join(f"`gridlab launch {grid}` ({counted(int(n), 'number')})" for grid, n in per_grid.items())
+    listed = regenerating(stale, "number")
     untraced = int((stale["cells"].fillna("") == "").sum())
     why = [
         f"{untraced} recorded before the record kept cells, grid hash and commit" if untraced else "",

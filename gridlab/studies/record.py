@@ -22,6 +22,7 @@ import pandas as pd
 
 from gridlab.errors import GridlabError
 from gridlab.studies.provenance import grid_hash
+from gridlab.text import counted
 
 TRACE = ["cells", "grid_hash", "commit"]  # what a value was measured on, beside the day (`measured_on`)
 
@@ -62,3 +63,10 @@ def read_record(path: Path, columns: list[str], optional: list[str] | None = Non
     if missing:
         raise GridlabError(f"{path}: missing columns {', '.join(missing)} (expected the header {','.join(columns)})")
     return frame[columns]
+
+
+def regenerating(stale: pd.DataFrame, noun: str) -> str:
+    """The launches that would measure the stale rows again, each with how many it would renew, in the order of
+    the rows' grids, e.g. "`gridlab launch grids/a.yaml` (3 numbers), ..."."""
+    per_grid = stale.groupby("grid", sort=False).size()
+    return ", ".join(f"`gridlab launch {grid}` ({counted(int(n), noun)})" for grid, n in per_grid.items())

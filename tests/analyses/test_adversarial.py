@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from gridlab.analyses import adversarial
+from gridlab.analyses.adversarial import AdversarialParams
+from gridlab.analyses.adversarial import compute as adversarial
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once, jsd
-from gridlab.catalog.analyses import AdversarialParams
 from gridlab.config.schema import ModelConfig
 from gridlab.data.batching import Batch, collate
 from gridlab.models.classifier import AttentionClassifier, Encoded

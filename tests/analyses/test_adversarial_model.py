@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 import torch
 
-from gridlab.analyses import adversarial_model
+from gridlab.analyses.adversarial_model import AdversarialModelParams
+from gridlab.analyses.adversarial_model import compute as adversarial_model
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import tvd
-from gridlab.catalog.analyses import AdversarialModelParams
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import iterate_batches, training_rows
 from gridlab.data.config import DataConfig

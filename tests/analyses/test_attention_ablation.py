@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 import torch
 
-from gridlab.analyses import attention_ablation
+from gridlab.analyses.attention_ablation import AttentionAblationParams
+from gridlab.analyses.attention_ablation import compute as attention_ablation
 from gridlab.analyses.base import AnalysisContext
-from gridlab.catalog.analyses import AttentionAblationParams
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.config import DataConfig

@@ -9,10 +9,11 @@ import pyarrow as pa
 import pytest
 import torch
 
-from gridlab.analyses import diagnostic_mlp
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.catalog.analyses import ANALYSES, DiagnosticMlpParams
+from gridlab.analyses.diagnostic_mlp import DiagnosticMlpParams
+from gridlab.analyses.diagnostic_mlp import compute as diagnostic_mlp
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.config import DataConfig

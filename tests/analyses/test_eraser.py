@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 import torch
 
-from gridlab.analyses import eraser
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.catalog.analyses import EraserParams
+from gridlab.analyses.eraser import EraserParams
+from gridlab.analyses.eraser import compute as eraser
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import collate
 from gridlab.data.config import DataConfig

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 import torch
 
-from gridlab.analyses import erasure_multi
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once
-from gridlab.catalog.analyses import ErasureMultiParams
+from gridlab.analyses.erasure_multi import ErasureMultiParams
+from gridlab.analyses.erasure_multi import compute as erasure_multi
 from gridlab.config.schema import ModelConfig
 from gridlab.data.batching import Batch, collate
 from gridlab.models.classifier import AttentionClassifier, Encoded

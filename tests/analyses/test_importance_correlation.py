@@ -16,7 +16,6 @@ import torch
 from scipy.stats import kendalltau
 from torch import nn
 
-from gridlab.analyses import importance_correlation
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once, shared_lstm, tvd
 from gridlab.analyses.importance import (
@@ -28,7 +27,8 @@ from gridlab.analyses.importance import (
     reference_leave_one_out,
     tvd_beside,
 )
-from gridlab.analyses.importance_correlation import kendall
+from gridlab.analyses.importance_correlation import compute as importance_correlation
+from gridlab.analyses.importance_correlation.compute import kendall
 from gridlab.catalog.analyses import NoParams
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import Batch, collate

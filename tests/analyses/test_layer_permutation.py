@@ -7,8 +7,8 @@ import copy
 import pytest
 import torch
 
-from gridlab.analyses import layer_permutation
 from gridlab.analyses.base import AnalysisContext
+from gridlab.analyses.layer_permutation import compute as layer_permutation
 from gridlab.catalog.analyses import NoParams
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import iterate_batches

@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from gridlab.analyses import erasure_single, permutation
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.catalog.analyses import NoParams, PermutationParams
+from gridlab.analyses.erasure_single import compute as erasure_single
+from gridlab.analyses.permutation import PermutationParams
+from gridlab.analyses.permutation import compute as permutation
+from gridlab.catalog.analyses import NoParams
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import Batch, collate
 from gridlab.data.config import DataConfig

@@ -26,17 +26,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from gridlab.analyses import (
-    erasure_multi,
-    erasure_single,
-    importance_correlation,
-    ranking,
-    rationale_recovery,
-    sparsity_importance,
-)
+from gridlab.analyses import ranking
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.catalog.analyses import ErasureMultiParams, NoParams, Params, RationaleRecoveryParams, SparsityParams
+from gridlab.analyses.erasure_multi import ErasureMultiParams
+from gridlab.analyses.erasure_multi import compute as erasure_multi
+from gridlab.analyses.erasure_single import compute as erasure_single
+from gridlab.analyses.importance_correlation import compute as importance_correlation
+from gridlab.analyses.rationale_recovery import RationaleRecoveryParams
+from gridlab.analyses.rationale_recovery import compute as rationale_recovery
+from gridlab.analyses.sparsity_importance import SparsityParams
+from gridlab.analyses.sparsity_importance import compute as sparsity_importance
+from gridlab.catalog.analyses import NoParams, Params
 from gridlab.data.batching import collate
 from gridlab.models.classifier import AttentionClassifier
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 from scipy.stats import kendalltau
 
-from gridlab.analyses import ranking_agreement
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import SharedPass, forward_once
-from gridlab.catalog.analyses import RankingAgreementParams
+from gridlab.analyses.ranking_agreement import RankingAgreementParams
+from gridlab.analyses.ranking_agreement import compute as ranking_agreement
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import collate
 from gridlab.data.config import DataConfig

@@ -13,16 +13,16 @@ import pyarrow as pa
 import pytest
 import torch
 
-from gridlab.analyses import rationale_recovery
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
-from gridlab.analyses.rationale_recovery import (
+from gridlab.analyses.rationale_recovery import RECOVERY_RANKINGS, RationaleRecoveryParams
+from gridlab.analyses.rationale_recovery import compute as rationale_recovery
+from gridlab.analyses.rationale_recovery.compute import (
     RANKINGS,
     item_rationale,
     recovery_metrics,
     reference_recovery_metrics,
 )
-from gridlab.catalog.analyses import RECOVERY_RANKINGS, RationaleRecoveryParams
 from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.batching import collate, iterate_batches
 from gridlab.data.config import DataConfig

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from gridlab.analyses import seed_variance
+from gridlab.analyses import seed_variance as declared
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once
+from gridlab.analyses.seed_variance import compute as seed_variance
 from gridlab.catalog.analyses import NoParams
 from gridlab.data.batching import iterate_batches
 from tests.analyses.conftest import perturbed_model, short_synthetic_rows
@@ -66,8 +67,8 @@ def test_peers_are_the_cells_equal_but_for_the_seed():
         "d": {**base, "encoder": "cnn", "seed": 1},
         "e": {**base, "seed": 3, "train": {"lr": 0.01}},
     }
-    assert seed_variance.peers_of(base, cells) == ["c", "b"]  # by seed; other encoder or lr is another group
-    assert seed_variance.peers_of(cells["d"], cells) == []
-    assert seed_variance.seed_peers(cells) == {
-        name: seed_variance.peers_of(config, cells) for name, config in cells.items()
+    assert declared.peers_of(base, cells) == ["c", "b"]  # by seed; other encoder or lr is another group
+    assert declared.peers_of(cells["d"], cells) == []
+    assert declared.seed_peers(cells) == {
+        name: declared.peers_of(config, cells) for name, config in cells.items()
     }  # all at once, the same answer

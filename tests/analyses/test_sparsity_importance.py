@@ -13,10 +13,11 @@ import pandas as pd
 import pytest
 import torch
 
-from gridlab.analyses import sparsity_importance
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once, tvd
-from gridlab.analyses.sparsity_importance import (
+from gridlab.analyses.sparsity_importance import SparsityParams
+from gridlab.analyses.sparsity_importance import compute as sparsity_importance
+from gridlab.analyses.sparsity_importance.compute import (
     erased_alphas,
     input_gradient_norms,
     layer_erasure,
@@ -25,7 +26,6 @@ from gridlab.analyses.sparsity_importance import (
     sampled_ranks,
     summarize,
 )
-from gridlab.catalog.analyses import SparsityParams
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import collate
 from gridlab.data.config import DataConfig

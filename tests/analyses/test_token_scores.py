@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from gridlab.analyses import token_scores
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import forward_once, instance_generator
 from gridlab.analyses.importance import gradient_importance, leave_one_out
 from gridlab.analyses.ranking import descending_order
+from gridlab.analyses.token_scores import compute as token_scores
 from gridlab.catalog.analyses import NoParams
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import iterate_batches, split_sentences

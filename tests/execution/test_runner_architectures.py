@@ -48,9 +48,7 @@ def test_every_applicable_per_instance_analysis_runs(
     )
     identifier = publish(publish_model, root, tmp_path / "cache", config)
     applicable = [
-        a
-        for a, analysis in IMPLEMENTATIONS.items()
-        if analysis.scope == "instance" and ANALYSES[a].applies(config.model_dump())
+        a for a, analysis in IMPLEMENTATIONS.items() if analysis.scope == "instance" and ANALYSES[a].applies(config)
     ]
     assert {"importance_correlation", "permutation", "erasure_multi"} <= set(applicable)
     runner = ShardRunner(root / "g", root, tmp_path / "cache", torch.device("cpu"))

@@ -305,9 +305,7 @@ def test_shipped_grids_that_share_a_results_folder_cut_shared_cells_the_same_way
         grid = expand(load_grid_file(path), str(path), check_data=False)
         cut = (grid.spec.instances, grid.spec.shard_size)
         for cell in grid.cells:
-            if not any(
-                ANALYSES[a].scope != "model" and ANALYSES[a].applies(cell.config.model_dump()) for a in grid.analyses
-            ):
+            if not any(ANALYSES[a].scope != "model" and ANALYSES[a].applies(cell.config) for a in grid.analyses):
                 continue
             first = seen.setdefault((grid.spec.name, cell.id), (path.name, cut))
             if first[1] != cut:

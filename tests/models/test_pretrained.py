@@ -152,8 +152,8 @@ def test_every_ranking_scores_words_and_never_the_markers(data, tiny_bert: Path)
 
 
 def test_the_cls_query_is_no_pair_task_for_the_adversarial_budget(data, tiny_bert: Path):
-    from gridlab.analyses import adversarial
-    from gridlab.catalog.analyses import AdversarialParams
+    from gridlab.analyses.adversarial import AdversarialParams
+    from gridlab.analyses.adversarial import compute as adversarial
 
     shared = forward_once(model_of(data, tiny_bert), batch_of(data))
     assert shared.encoded.query is not None  # the [CLS] state queries the words ...

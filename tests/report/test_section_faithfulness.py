@@ -4,24 +4,15 @@ skipped ranking left out), the heatmap, and what is missing said."""
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import pytest
 
-from gridlab.analyses.eraser import SCHEMA as ERASER_SCHEMA
-from gridlab.analyses.ranking_agreement import SCHEMA as AGREEMENT_SCHEMA
+from gridlab.analyses.eraser.compute import SCHEMA as ERASER_SCHEMA
+from gridlab.analyses.ranking_agreement.compute import SCHEMA as AGREEMENT_SCHEMA
 from gridlab.report.sections.faithfulness import SECTION
+from tests.rows import model_axes
 
-AXES = {
-    "dataset": "sst",
-    "encoder": "lstm",
-    "attention": "additive",
-    "projection": "softmax",
-    "projection_lambda": math.nan,
-    "architecture": "flat",
-    "attention_mode": "learned",
-}
+AXES = model_axes()
 
 
 def eraser_rows() -> pd.DataFrame:

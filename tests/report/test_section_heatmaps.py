@@ -15,9 +15,9 @@ import pyarrow as pa
 import pytest
 import torch
 
+from gridlab.analyses.adversarial import AdversarialParams
 from gridlab.analyses.common import forward_once
 from gridlab.analyses.importance import leave_one_out
-from gridlab.catalog.analyses import AdversarialParams
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.catalog import DATASETS

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from gridlab.report.sections.rationale import SECTION
+from tests.rows import model_axes
 
 
 def rows() -> pd.DataFrame:
@@ -22,15 +23,7 @@ def rows() -> pd.DataFrame:
     for seed, values in instances.items():
         for i, (auc, precision, tokens, length) in enumerate(values):
             row = {
-                "cell_id": f"c{seed}",
-                "dataset": "synthetic",
-                "encoder": "lstm",
-                "attention": "additive",
-                "projection": "softmax",
-                "projection_lambda": math.nan,
-                "architecture": "flat",
-                "attention_mode": "learned",
-                "seed": seed,
+                **model_axes(seed, dataset="synthetic"),
                 "instance_id": i,
                 "length": length,
                 "pred": 0,

@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from gridlab.analyses import erasure_multi
+from gridlab.analyses.erasure_multi import compute as erasure_multi
 from gridlab.config.schema import CellConfig
 from gridlab.results import summary
 from gridlab.results.parts import AXES, write_part

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from gridlab.analyses.ranking_agreement import SCHEMA as AGREEMENT_SCHEMA
+from gridlab.analyses.ranking_agreement.compute import SCHEMA as AGREEMENT_SCHEMA
 from gridlab.cli import app
 from gridlab.studies.claims import CLAIM_LIST, CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, VERDICTS, tau_column
 from gridlab.studies.conclusions import (
@@ -26,17 +26,10 @@ from gridlab.studies.conclusions import (
     undecided,
     write_conclusions,
 )
+from tests.rows import model_axes
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = {
-    "dataset": "sst",
-    "encoder": "lstm",
-    "attention": "additive",
-    "projection": "softmax",
-    "projection_lambda": math.nan,
-    "architecture": "flat",
-    "attention_mode": "learned",
-}
+BASE = model_axes()
 
 
 def axes(seed: int = 0, **overrides) -> dict:

@@ -11,22 +11,13 @@ import pytest
 
 from gridlab.report.artifacts import Figure, Table
 from gridlab.studies.sections.jain_wallace import SECTION, at_plotting_threshold, jsd_within
+from tests.rows import model_axes
 
 T_975_1 = 12.706204736174707  # scipy.stats.t.ppf(0.975, 1)
 
 
 def axes(seed: int, encoder: str = "lstm") -> dict:
-    return {
-        "cell_id": f"sst-{encoder}-{seed}",
-        "dataset": "sst",
-        "encoder": encoder,
-        "attention": "additive",
-        "projection": "softmax",
-        "projection_lambda": math.nan,
-        "architecture": "flat",
-        "attention_mode": "learned",
-        "seed": seed,
-    }
+    return model_axes(seed, f"sst-{encoder}-{seed}", encoder=encoder)
 
 
 def correlation_rows() -> pd.DataFrame:

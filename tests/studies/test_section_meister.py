@@ -11,20 +11,11 @@ import pandas as pd
 import pytest
 
 from gridlab.studies.sections.meister import SECTION, baseline_ours
+from tests.rows import model_axes
 
 
 def axes(projection="softmax", lam=math.nan, seed=0) -> dict:
-    return {
-        "cell_id": f"{projection}{lam}-{seed}",
-        "dataset": "sst",
-        "encoder": "lstm",
-        "attention": "additive",
-        "projection": projection,
-        "projection_lambda": lam,
-        "architecture": "flat",
-        "attention_mode": "learned",
-        "seed": seed,
-    }
+    return model_axes(seed, f"{projection}{lam}-{seed}", projection=projection, projection_lambda=lam)
 
 
 ENTROPY_COLUMNS = ("entropy_gy_x", "entropy_dy_x", "entropy_gy_h", "entropy_dy_h", "entropy_gh_x")

@@ -10,20 +10,7 @@ import pandas as pd
 import pytest
 
 from gridlab.studies.sections.serrano_smith import SECTION
-
-
-def axes(seed: int) -> dict:
-    return {
-        "cell_id": f"c{seed}",
-        "dataset": "sst",
-        "encoder": "lstm",
-        "attention": "additive",
-        "projection": "softmax",
-        "projection_lambda": math.nan,
-        "architecture": "flat",
-        "attention_mode": "learned",
-        "seed": seed,
-    }
+from tests.rows import model_axes
 
 
 def single_rows() -> pd.DataFrame:
@@ -39,7 +26,7 @@ def single_rows() -> pd.DataFrame:
             negative = seed == 0 and i < 3
             records.append(
                 {
-                    **axes(seed),
+                    **model_axes(seed),
                     "instance_id": i,
                     "length": 5,
                     "pred": 0,
@@ -54,7 +41,7 @@ def single_rows() -> pd.DataFrame:
             )
     records.append(
         {
-            **axes(0),
+            **model_axes(0),
             "instance_id": 99,
             "length": 1,
             "pred": 0,
@@ -76,7 +63,7 @@ def multi_rows() -> pd.DataFrame:
     instances = [(2, 1, 1), (1, 1, 1), (None, 3, 2), (2, None, 2), (None, None, None)]
     records = []
     for i, (attention, gradient, exact) in enumerate(instances):
-        row = {**axes(0), "instance_id": i, "length": 4, "pred": 0, "max_attention": 0.5}
+        row = {**model_axes(0), "instance_id": i, "length": 4, "pred": 0, "max_attention": 0.5}
         for name, removed in (
             ("attention", attention),
             ("gradient", gradient),
@@ -89,7 +76,7 @@ def multi_rows() -> pd.DataFrame:
         records.append(row)
     records.append(
         {
-            **axes(0),
+            **model_axes(0),
             "instance_id": 9,
             "length": 1,
             "pred": 0,
@@ -178,7 +165,7 @@ def test_a_ranking_tried_that_never_flips_is_0_percent_one_not_tried_is_no_row(f
     tried = ["attention", "grad_x_attention", "exact"]
     c0 = multi_rows().assign(removed_gradient=None, frac_gradient=None)
     c0["measured"] = [tried if t >= 2 else [] for t in c0["length"]]
-    c1 = multi_rows().assign(**axes(1))
+    c1 = multi_rows().assign(**model_axes(1))
     c1["measured"] = [[*tried, "gradient"] if t >= 2 else [] for t in c1["length"]]
     c1 = c1.assign(removed_grad_x_attention=None, frac_grad_x_attention=None)
     output = build(fake_inputs, {"erasure_multi": pd.concat([c0, c1], ignore_index=True)})

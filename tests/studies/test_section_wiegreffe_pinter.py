@@ -9,21 +9,7 @@ import pandas as pd
 import pytest
 
 from gridlab.studies.sections.wiegreffe_pinter import SECTION
-
-
-def axes(seed: int) -> dict:
-    return {
-        "cell_id": f"c{seed}",
-        "dataset": "sst",
-        "encoder": "lstm",
-        "attention": "additive",
-        "projection": "softmax",
-        "projection_lambda": math.nan,
-        "architecture": "flat",
-        "attention_mode": "learned",
-        "seed": seed,
-    }
-
+from tests.rows import model_axes
 
 SEED_JSD = {0: [0.1, 0.2, 0.3], 1: [0.05, 0.15, 0.4]}
 ADVERSARIAL_JSD = {0: [0.5, 0.1, 0.6], 1: [0.01, 0.2, 0.3]}  # above the seed JSD: 2 of 3, then 1 of 3
@@ -33,7 +19,7 @@ def seed_rows() -> pd.DataFrame:
     return pd.DataFrame.from_records(
         [
             {
-                **axes(seed),
+                **model_axes(seed),
                 "instance_id": i,
                 "other_seeds": 1,
                 "peer_cells": f"c{1 - seed}",
@@ -51,7 +37,7 @@ def adversarial_rows() -> pd.DataFrame:
     return pd.DataFrame.from_records(
         [
             {
-                **axes(seed),
+                **model_axes(seed),
                 "instance_id": i,
                 "jsd_eps_max": jsd,
                 "tvd_at_jsd": 0.005,
@@ -68,7 +54,7 @@ def adversary_rows() -> pd.DataFrame:
     return pd.DataFrame.from_records(
         [
             {
-                **axes(seed),
+                **model_axes(seed),
                 "variant": "frozen",
                 "jsd_mean": jsd,
                 "jsd_median": jsd,
@@ -90,7 +76,7 @@ def mlp_rows() -> pd.DataFrame:
     return pd.DataFrame.from_records(
         [
             {
-                **axes(seed),
+                **model_axes(seed),
                 "variant": variant,
                 "accuracy": values[seed],
                 "f1_macro": values[seed] - 0.01,
@@ -105,7 +91,7 @@ def mlp_rows() -> pd.DataFrame:
 
 
 def cells() -> pd.DataFrame:
-    return pd.DataFrame.from_records([{**axes(seed), "test_accuracy": a} for seed, a in ((0, 0.80), (1, 0.82))])
+    return pd.DataFrame.from_records([{**model_axes(seed), "test_accuracy": a} for seed, a in ((0, 0.80), (1, 0.82))])
 
 
 def artifact(output, artifact_id: str):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.data.catalog import DATASETS
 from gridlab.report.artifacts import Fragment, SectionOutput
 from gridlab.report.sections import Section
@@ -42,15 +43,6 @@ INSTANCES = 4
 MAX_ITEMS = 60
 ARCHITECTURES = ("flat", "pair", "han")
 SCORES = "token_scores"
-PER_INSTANCE = (
-    "importance_correlation",
-    "permutation",
-    "erasure_single",
-    "erasure_multi",
-    "sparsity_importance",
-    "rationale_recovery",
-    "seed_variance",
-)
 # (row name, RGB of its shade, what it is, the column it is read from: token_scores', adversarial's last)
 LINES = (
     ("attention", (230, 120, 20), "the model's attention", "alpha"),
@@ -123,6 +115,11 @@ def build(inputs) -> SectionOutput:
 # ---- the sample -----------------------------------------------------------------------------------------------
 
 
+def with_heatmaps() -> list[str]:
+    """The analyses whose declarations say their per-instance rows are worth heatmaps of the same cells."""
+    return [analysis_id for analysis_id, info in ANALYSES.items() if info.heatmaps]
+
+
 def sample_cells(inputs) -> pd.DataFrame:
     """Up to CELLS trained cells with token_scores rows, by the rule in the module docstring."""
     cells, scores = inputs.cells, inputs.rows(SCORES)
@@ -134,7 +131,7 @@ def sample_cells(inputs) -> pd.DataFrame:
         & cells["dataset"].map(lambda d: DATASETS[d].task != "translation")
         & cells["cell_id"].isin(scores["cell_id"])
     ]
-    for analysis_id in ("adversarial", *PER_INSTANCE):
+    for analysis_id in sorted(with_heatmaps(), key=lambda a: a != "adversarial"):
         rows = inputs.rows(analysis_id)
         if rows is not None and usable["cell_id"].isin(rows["cell_id"]).any():
             usable = usable[usable["cell_id"].isin(rows["cell_id"])]

@@ -38,12 +38,13 @@ from gridlab.report.plots import COLOURS, facet
 from gridlab.report.stats import (
     MODEL_AXES,
     accuracy_table,
-    bracket,
+    ci,
     constant_axes,
     grouping_axes,
     merge_on,
+    numbers,
     per_cell,
-    plus_minus,
+    pm,
     seed_summary,
     seed_table,
 )
@@ -110,11 +111,11 @@ def entropy_frame(rows: pd.DataFrame) -> pd.DataFrame:
 def entropy_table(rows: pd.DataFrame) -> Table:
     frame = entropy_frame(rows)
     display = frame[_shown(frame)].copy()
-    display["H(g_h(x))"] = [plus_minus(m, s) for m, s in zip(frame["entropy_gh_x"], frame["entropy_gh_x_sd"])]
+    display["H(g_h(x))"] = pm(frame, "entropy_gh_x", "entropy_gh_x_sd")
     display["seed sd"] = frame["entropy_gh_x_seed_sd"].round(3)
-    display["95% CI"] = [bracket(lo, hi) for lo, hi in zip(frame["entropy_gh_x_ci_low"], frame["entropy_gh_x_ci_high"])]
+    display["95% CI"] = ci(frame, "entropy_gh_x")
     display["seeds"] = frame["n_seeds"]
-    display["paper"] = [plus_minus(m, s) for m, s in zip(frame["paper_mean"], frame["paper_std"])]
+    display["paper"] = pm(frame, "paper_mean", "paper_std")
     caption = (
         "Normalised entropy of the gradient importance of the inputs for each intermediate representation, "
         "H~(g_{h_p}(x)) (entropy_gh_x, mean over p): mean ± std over a model's instances, averaged across "
@@ -147,14 +148,12 @@ def tau_table(rows: pd.DataFrame) -> Table:
     frame = tau_frame(rows)
     display = frame[_shown(frame)].copy()
     for m in MEASURES:
-        display[SYMBOLS[m]] = [plus_minus(a, s) for a, s in zip(frame[m], frame[f"{m}_sd"])]
+        display[SYMBOLS[m]] = pm(frame, m, f"{m}_sd")
     for m in MEASURES:
-        display[f"{SYMBOLS[m]} 95% CI"] = [
-            bracket(lo, hi) for lo, hi in zip(frame[f"{m}_ci_low"], frame[f"{m}_ci_high"])
-        ]
+        display[f"{SYMBOLS[m]} 95% CI"] = ci(frame, m)
     display["seeds"] = frame["n_seeds"]
     for m in MEASURES:
-        display[f"paper {SYMBOLS[m]}"] = [plus_minus(a, s) for a, s in zip(frame[f"paper_{m}"], frame[f"paper_{m}_sd"])]
+        display[f"paper {SYMBOLS[m]}"] = pm(frame, f"paper_{m}", f"paper_{m}_sd")
     caption = (
         "Kendall τ-b of attention with the gradient (g) and leave-one-out (D) importance of the inputs (x) and "
         "of the intermediate representations (h): mean ± std over a model's instances, averaged across "
@@ -234,7 +233,7 @@ def sweep_table(frame: pd.DataFrame) -> Table:
         display[column] = frame[column].round(3)
     display["cells"] = frame["n_cells"]
     display["λ values"] = frame["n_lambdas"]
-    display["paper"] = [("–" if pd.isna(v) else f"{v:.3f}") for v in frame["paper_correlation"]]
+    display["paper"] = numbers(frame["paper_correlation"], 3)
     caption = (
         "Correlation of the sparsegen λ with each entropy of normalised importance, over the sparsegen cells "
         "of each configuration: one point per cell (its λ and its mean entropy over test instances; seeds are "
@@ -315,10 +314,10 @@ def adversary_table(rows: pd.DataFrame) -> Table:
         ("accuracy", "accuracy", 3),
         ("accuracy_delta", "Δ accuracy", 3),
     ):
-        display[name] = [plus_minus(m, s, digits) for m, s in zip(frame[column], frame[f"{column}_seed_sd"])]
+        display[name] = pm(frame, column, digits=digits)
     display["base accuracy"] = frame["base_accuracy"].round(3)
     display["seeds"] = frame["n_seeds"]
-    display["paper JSD"] = [("–" if pd.isna(v) else f"{v:.2f}") for v in frame["paper_jsd"]]
+    display["paper JSD"] = numbers(frame["paper_jsd"], 2)
     caption = (
         "W&P-style adversaries (`adversarial_model`): 'frozen' starts from the base model's parameters, "
         "'unfrozen' trains a fresh model. JSD of the adversary's attention from the base model's (mean over "
@@ -345,11 +344,9 @@ def baseline_frame(cells: pd.DataFrame) -> pd.DataFrame | None:
 
 def baseline_table(frame: pd.DataFrame) -> Table:
     display = frame[_shown(frame)].copy()
-    display["test accuracy"] = [
-        plus_minus(m, s, 3) for m, s in zip(frame["test_accuracy"], frame["test_accuracy_seed_sd"])
-    ]
+    display["test accuracy"] = pm(frame, "test_accuracy", digits=3)
     display["seeds"] = frame["n_seeds"]
-    display["paper"] = [("–" if pd.isna(v) else f"{v:.2f}") for v in frame["paper_accuracy"]]
+    display["paper"] = numbers(frame["paper_accuracy"], 2)
     caption = (
         "Test accuracy of each trained model (the weights its dev selection kept): mean ± std across seeds. "
         f"Paper: {citation('meister_table3')}, for the softmax baselines (BiLSTM = lstm + additive, "

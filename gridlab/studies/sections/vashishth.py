@@ -39,7 +39,7 @@ from gridlab.report.stats import (
     grouping_axes,
     merge_on,
     per_cell,
-    plus_minus,
+    pm,
     seed_summary,
 )
 from gridlab.studies.comparison import Comparison, long_rows
@@ -175,10 +175,10 @@ def _display(frame: pd.DataFrame) -> pd.DataFrame:
     shown = [a for a in grouping_axes(frame) if a in MODEL]
     display = frame[shown].copy()
     display["variant"] = [SHOWN.get(k, f"{k[0]} ({k[1]})") for k in zip(frame["variant"], frame["setting"])]
-    display["ours"] = [plus_minus(m, s, 1) for m, s in zip(frame["mean"], frame["std"])]
+    display["ours"] = pm(frame, "mean", "std", digits=1)
     display["95% CI"] = [bracket(lo, hi, 1) for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
     display["seeds"] = frame["n_seeds"]
-    display["paper"] = [plus_minus(v, s, 1) for v, s in zip(frame["paper_value"], frame["paper_std"])]
+    display["paper"] = pm(frame, "paper_value", "paper_std", digits=1)
     return display
 
 
@@ -296,7 +296,7 @@ def layer_artifacts(rows: pd.DataFrame) -> list:
     if shown:
         ax.legend(fontsize=7, frameon=False)
     display = frame[shown + ["layers_permuted"]].copy()
-    display["accuracy"] = [plus_minus(m, s, 3) for m, s in zip(frame["mean"], frame["std"])]
+    display["accuracy"] = pm(frame, "mean", "std", digits=3)
     display["95% CI"] = [bracket(lo, hi, 3) for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
     display["seeds"] = frame["n_seeds"]
     return [

@@ -30,12 +30,13 @@ from gridlab.report.inputs import ReportInputs
 from gridlab.report.plots import COLOURS, facet
 from gridlab.report.stats import (
     MODEL_AXES,
-    bracket,
+    ci,
     configuration_axes,
     constant_axes,
     grouping_axes,
     model_axes,
-    plus_minus,
+    numbers,
+    pm,
     seed_table,
 )
 from gridlab.studies.sections import PaperSection
@@ -133,16 +134,12 @@ def comparison_table(seeds, adversarial, adversaries) -> Table:
     )
     for column, name in shown:
         if column in frame:
-            display[name] = [plus_minus(m, s, 3) for m, s in zip(frame[column], frame[f"{column}_seed_sd"])]
+            display[name] = pm(frame, column, digits=3)
     if "adversarial_above_seed" in frame:
-        display["share adversarial > seed"] = [
-            plus_minus(m, s) for m, s in zip(frame["adversarial_above_seed"], frame["adversarial_above_seed_seed_sd"])
-        ]
+        display["share adversarial > seed"] = pm(frame, "adversarial_above_seed")
     for column in [c for c in frame.columns if c.startswith("adversary_") and c.endswith("_jsd")]:
         variant = column[len("adversary_") : -len("_jsd")]
-        display[f"W&P adversary JSD ({variant})"] = [
-            plus_minus(m, s, 3) for m, s in zip(frame[column], frame[f"{column}_seed_sd"])
-        ]
+        display[f"W&P adversary JSD ({variant})"] = pm(frame, column, digits=3)
     display["seeds"] = frame["n_seeds"]
     fixed = constant_axes(frame, grouping_axes(frame))
     caption = (
@@ -239,12 +236,10 @@ def diagnostic_table(rows: pd.DataFrame, cells: pd.DataFrame | None) -> Table:
     frame = diagnostic_frame(rows, cells)
     display = frame[[a for a in grouping_axes(frame) if a in configuration_axes(frame)] + ["variant"]].copy()
     for column, name in (("accuracy", "accuracy"), ("f1_macro", "macro F1")):
-        display[name] = [plus_minus(m, s, 3) for m, s in zip(frame[column], frame[f"{column}_seed_sd"])]
-        display[f"{name} 95% CI"] = [
-            bracket(lo, hi, 3) for lo, hi in zip(frame[f"{column}_ci_low"], frame[f"{column}_ci_high"])
-        ]
+        display[name] = pm(frame, column, digits=3)
+        display[f"{name} 95% CI"] = ci(frame, column, digits=3)
     display["seeds"] = frame["n_seeds"]
-    display["model accuracy"] = [("–" if pd.isna(v) else f"{v:.3f}") for v in frame["model_accuracy"]]
+    display["model accuracy"] = numbers(frame["model_accuracy"], 3)
     caption = (
         "W&P's diagnostic MLP over non-contextual embeddings: tokens weighted uniformly ('uniform'), by the "
         "MLP's own trained attention ('learned'), or by the base model's frozen attention ('base'). Test "

@@ -31,8 +31,9 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator, jsd, measured
+from gridlab.analyses.erasure_single import INFO
 from gridlab.analyses.ranking import descending_order, tie_ranks
-from gridlab.catalog.analyses import ANALYSES, NoParams
+from gridlab.catalog.analyses import NoParams
 
 ID = "erasure_single"
 VERSION = 1
@@ -157,6 +158,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class ErasureSingle(InstanceAnalysis[NoParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

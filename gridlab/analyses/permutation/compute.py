@@ -24,7 +24,7 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, decode_many, instance_generator, measured, tvd
-from gridlab.catalog.analyses import ANALYSES, PermutationParams
+from gridlab.analyses.permutation import INFO, PermutationParams
 
 ID = "permutation"
 VERSION = 1
@@ -143,6 +143,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class Permutation(InstanceAnalysis[PermutationParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -14,15 +14,14 @@ whole seed group is trained (or failed); `other_seeds` and `peer_cells` record w
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, GridAnalysis
 from gridlab.analyses.common import SharedPass, jsd, measured, tvd
-from gridlab.catalog.analyses import ANALYSES, NoParams
+from gridlab.analyses.seed_variance import INFO
+from gridlab.catalog.analyses import NoParams
 
 ID = "seed_variance"
 VERSION = 1
@@ -35,31 +34,6 @@ SCHEMA = pa.schema(
         ("tvd_seed_mean", pa.float64()),
     ]
 )
-
-
-def peers_of(config: dict, candidates: dict[str, dict]) -> list[str]:
-    """Ids of the candidate cells (id -> resolved config, JSON) equal to `config` but for the seed, by seed."""
-    key = _seedless(config)
-    same = [(c["seed"], cell_id) for cell_id, c in candidates.items() if c["seed"] != config["seed"]]
-    return [cell_id for seed, cell_id in sorted(same) if _seedless(candidates[cell_id]) == key]
-
-
-def seed_peers(configs: dict[str, dict]) -> dict[str, list[str]]:
-    """`peers_of` for every cell at once (cell id -> its peers, by seed), in one pass over the cells: a grid
-    of n cells is planned in O(n), where n calls of `peers_of` would take O(n^2)."""
-    groups: dict[str, list[tuple[int, str]]] = {}
-    for cell_id, config in configs.items():
-        groups.setdefault(_seedless(config), []).append((config["seed"], cell_id))
-    peers: dict[str, list[str]] = {}
-    for members in groups.values():
-        ordered = sorted(members)
-        for seed, cell_id in ordered:
-            peers[cell_id] = [other for s, other in ordered if s != seed]
-    return peers
-
-
-def _seedless(config: dict) -> str:
-    return json.dumps({k: v for k, v in config.items() if k != "seed"}, sort_keys=True)
 
 
 def run(context: AnalysisContext, shared: SharedPass, peers: list[SharedPass], peer_cells: list[str]) -> dict:
@@ -111,6 +85,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class SeedVariance(GridAnalysis[NoParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -31,9 +31,10 @@ import torch
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, column_means, object_column
 from gridlab.analyses.importance.scores import RankingScores, applicable, ranking_scores
-from gridlab.analyses.importance_correlation import kendall
+from gridlab.analyses.importance_correlation.compute import kendall
 from gridlab.analyses.ranking import order_of_ranks, tie_ranks
-from gridlab.catalog.analyses import ANALYSES, RANKINGS, RankingAgreementParams
+from gridlab.analyses.ranking_agreement import INFO, RankingAgreementParams
+from gridlab.catalog.analyses import RANKINGS
 
 ID = "ranking_agreement"
 VERSION = 1
@@ -148,6 +149,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class RankingAgreement(InstanceAnalysis[RankingAgreementParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

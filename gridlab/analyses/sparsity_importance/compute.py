@@ -69,9 +69,9 @@ from gridlab.analyses.importance import (
     reference_leave_one_out,
     tvd_beside,
 )
-from gridlab.analyses.importance_correlation import kendall
+from gridlab.analyses.importance_correlation.compute import kendall
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
-from gridlab.catalog.analyses import ANALYSES, SparsityParams
+from gridlab.analyses.sparsity_importance import INFO, SparsityParams
 from gridlab.data.batching import Batch, collate
 from gridlab.data.vocab import PAD_ID
 from gridlab.models.classifier import AttentionClassifier
@@ -419,6 +419,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class SparsityImportance(InstanceAnalysis[SparsityParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -37,11 +37,12 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, column_means, object_column, tokens_per_call
+from gridlab.analyses.eraser import INFO, EraserParams
 from gridlab.analyses.importance.deletion import without_items
 from gridlab.analyses.importance.reference import instance_rows
 from gridlab.analyses.importance.scores import RankingScores, applicable, ranking_scores
 from gridlab.analyses.ranking import descending_order, tie_ranks
-from gridlab.catalog.analyses import ANALYSES, RANKINGS, EraserParams
+from gridlab.catalog.analyses import RANKINGS
 from gridlab.data.batching import collate
 from gridlab.models.classifier import AttentionClassifier
 
@@ -211,6 +212,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class Eraser(InstanceAnalysis[EraserParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -66,6 +66,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
+from gridlab.analyses.adversarial import INFO, AdversarialParams
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import (
     EPS,
@@ -79,7 +80,6 @@ from gridlab.analyses.common import (
     object_column,
     tvd,
 )
-from gridlab.catalog.analyses import ANALYSES, AdversarialParams
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 ID = "adversarial"
@@ -554,6 +554,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class Adversarial(InstanceAnalysis[AdversarialParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
+from gridlab.analyses.attention_ablation import INFO, AttentionAblationParams
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import (
     decode_many,
@@ -31,8 +32,7 @@ from gridlab.analyses.common import (
     measured,
     pass_from,
 )
-from gridlab.analyses.permutation import permute, unmasked_first
-from gridlab.catalog.analyses import ANALYSES, AttentionAblationParams
+from gridlab.analyses.permutation.compute import permute, unmasked_first
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.classifier import AttentionClassifier, HierarchicalClassifier, WordStates
@@ -199,6 +199,6 @@ def reference_accuracy(context: AnalysisContext, data: PreparedDataset, mode: st
 
 
 class AttentionAblation(ModelAnalysis[AttentionAblationParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run_model, summarize = staticmethod(run_model), staticmethod(summarize)

@@ -56,9 +56,9 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
+from gridlab.analyses.adversarial_model import INFO, AdversarialModelParams
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import EPS, instance_seed, jsd, tvd
-from gridlab.catalog.analyses import ANALYSES, AdversarialModelParams
 from gridlab.data.batching import Batch, analysis_order, iterate_batches, sequence_lengths, training_rows
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.classifier import AttentionClassifier
@@ -318,6 +318,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class AdversarialModel(ModelAnalysis[AdversarialModelParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run_model, summarize = staticmethod(run_model), staticmethod(summarize)

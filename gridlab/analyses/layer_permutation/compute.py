@@ -20,8 +20,9 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import instance_generator, measured, self_attention
-from gridlab.analyses.permutation import permute
-from gridlab.catalog.analyses import ANALYSES, NoParams
+from gridlab.analyses.layer_permutation import INFO
+from gridlab.analyses.permutation.compute import permute
+from gridlab.catalog.analyses import NoParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 
@@ -105,6 +106,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class LayerPermutation(ModelAnalysis[NoParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run_model, summarize = staticmethod(run_model), staticmethod(summarize)

@@ -41,8 +41,9 @@ from gridlab.analyses.importance import (
     reference_gradient_importance,
     reference_leave_one_out,
 )
+from gridlab.analyses.importance_correlation import INFO
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
-from gridlab.catalog.analyses import ANALYSES, NoParams
+from gridlab.catalog.analyses import NoParams
 
 ID = "importance_correlation"
 VERSION = 1
@@ -115,6 +116,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class ImportanceCorrelation(InstanceAnalysis[NoParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

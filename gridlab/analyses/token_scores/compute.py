@@ -41,7 +41,8 @@ from gridlab.analyses.importance import (
     reference_leave_one_out,
 )
 from gridlab.analyses.ranking import descending_order
-from gridlab.catalog.analyses import ANALYSES, NoParams
+from gridlab.analyses.token_scores import INFO
+from gridlab.catalog.analyses import NoParams
 
 ID = "token_scores"
 VERSION = 1
@@ -169,6 +170,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class TokenScores(InstanceAnalysis[NoParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

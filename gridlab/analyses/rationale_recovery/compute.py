@@ -60,7 +60,8 @@ from gridlab.analyses.common import SharedPass, measured
 from gridlab.analyses.importance import reference_gradient_importance, reference_leave_one_out
 from gridlab.analyses.importance.scores import applicable, ranking_scores
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
-from gridlab.catalog.analyses import ANALYSES, RANKINGS, RationaleRecoveryParams
+from gridlab.analyses.rationale_recovery import INFO, RationaleRecoveryParams
+from gridlab.catalog.analyses import RANKINGS
 from gridlab.models.classifier import AttentionClassifier
 
 ID = "rationale_recovery"
@@ -283,6 +284,6 @@ def _missing(value: object) -> bool:
 
 
 class RationaleRecovery(InstanceAnalysis[RationaleRecoveryParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -51,9 +51,10 @@ import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, decode_many, linear_output
+from gridlab.analyses.erasure_multi import INFO, ErasureMultiParams
 from gridlab.analyses.importance.scores import RankingScores, applicable, random_keys, random_order, ranking_scores
 from gridlab.analyses.ranking import tie_ranks
-from gridlab.catalog.analyses import ANALYSES, ERASURE_RANKINGS, RANKINGS, ErasureMultiParams
+from gridlab.catalog.analyses import ERASURE_RANKINGS, RANKINGS
 from gridlab.models.classifier import AttentionClassifier, Encoded
 
 ID = "erasure_multi"
@@ -451,6 +452,6 @@ def _tried(rows: pd.DataFrame) -> pd.Series:
 
 
 class ErasureMulti(InstanceAnalysis[ErasureMultiParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

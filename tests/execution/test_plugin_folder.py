@@ -1,37 +1,50 @@
-"""Adding an analysis takes one class and one registry line: a toy analysis defined in this file (not
-importable by Ray's workers, so it travels by value) is validated, planned, run by `gridlab launch` on a
-local Ray and shown in `gridlab report`, through the CLI as a user would."""
+"""An analysis is one folder, a plug-in's as gridlab's own: a toy analysis written as a package in a temporary
+folder (importable here, not by Ray's workers, so it travels by value) is added with one call, then validated,
+planned, run by `gridlab launch` on a local Ray, summarised and shown in `gridlab report`, through the CLI as a
+user would."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
 from gridlab.analyses import registry
-from gridlab.analyses.base import AnalysisContext, Columns, InstanceAnalysis
-from gridlab.analyses.common import SharedPass
-from gridlab.catalog import analyses as catalog
-from gridlab.catalog.analyses import AnalysisInfo, Params
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.cli import app
 
 from .conftest import write_grid
 
 pytestmark = pytest.mark.slow
 
+PACKAGE = "toy_plugins"
+DECLARATION = """
+from gridlab.catalog.analyses import AnalysisInfo, Params
+
 
 class ToyParams(Params):
     scale: float = 1.0
 
 
+INFO = AnalysisInfo("toy_peak", "largest attention weight, scaled", ToyParams, "instance")
+"""
+COMPUTE = '''
+import pandas as pd
+import pyarrow as pa
+
+from gridlab.analyses.base import AnalysisContext, Columns, InstanceAnalysis
+from gridlab.analyses.common import SharedPass
+from toy_plugins.toy_peak import INFO, ToyParams
+
+
 class PeakAttention(InstanceAnalysis[ToyParams]):
     """The largest attention weight of each instance, times `scale`."""
 
-    info = AnalysisInfo("toy_peak", "largest attention weight, scaled", ToyParams, "instance")
+    info = INFO
     schema = pa.schema([("peak", pa.float64())])
     version = 1
 
@@ -44,16 +57,32 @@ class PeakAttention(InstanceAnalysis[ToyParams]):
     @staticmethod
     def summarize(rows: pd.DataFrame) -> dict[str, float]:
         return {"peak_mean": float(rows["peak"].mean())}
+'''
+
+
+def write_plugin(folder: Path) -> None:
+    """The plug-in, in gridlab's own shape: `<package>/<id>/__init__.py` declares, `compute.py` computes."""
+    analysis = folder / PACKAGE / "toy_peak"
+    analysis.mkdir(parents=True)
+    (folder / PACKAGE / "__init__.py").write_text("")
+    (analysis / "__init__.py").write_text(DECLARATION)
+    (analysis / "compute.py").write_text(COMPUTE)
 
 
 @pytest.fixture
-def toy_registered() -> Iterator[None]:
-    registry.register(PeakAttention)  # the one registry line
+def toy_registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    write_plugin(tmp_path / "plugins")
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    assert registry.register(PACKAGE) == ["toy_peak"]  # the one step
     yield
-    del registry.IMPLEMENTATIONS["toy_peak"], catalog.ANALYSES["toy_peak"]  # as they were, for the other tests
+    ANALYSES.forget(PACKAGE)  # as they were, for the other tests
+    registry.IMPLEMENTATIONS.forget("toy_peak")
+    for module in [m for m in sys.modules if m.split(".")[0] == PACKAGE]:
+        del sys.modules[module]
 
 
-def test_a_toy_analysis_is_validated_planned_run_and_reported(tmp_path: Path, toy_registered, local_ray):
+def test_a_toy_analysis_folder_is_validated_planned_run_and_reported(tmp_path: Path, toy_registered, local_ray):
+    assert registry.is_plugin("toy_peak") and not registry.is_plugin("permutation")
     path = write_grid(
         tmp_path,
         grid={"dataset": ["synthetic"], "encoder": ["lstm"], "seed": [0]},
@@ -76,6 +105,8 @@ def test_a_toy_analysis_is_validated_planned_run_and_reported(tmp_path: Path, to
     rows = pd.read_parquet(tmp_path / "runs" / "g" / "analyses" / "toy_peak")
     assert len(rows) == 64 and rows["instance_id"].is_unique
     assert (rows["peak"] == 2.0 * rows["max_attention"]).all() and (rows["analysis_version"] == 1).all()
+    summary = pd.read_parquet(tmp_path / "runs" / "g" / "summary.parquet")
+    assert summary["toy_peak.peak_mean"].tolist() == pytest.approx([rows["peak"].mean()])
 
     report = cli.invoke(app, ["report", str(path)])
     assert report.exit_code == 0, report.output

@@ -42,7 +42,7 @@ from torch import nn
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import forward_once, instance_seed, measured
-from gridlab.catalog.analyses import ANALYSES, DiagnosticMlpParams
+from gridlab.analyses.diagnostic_mlp import INFO, DiagnosticMlpParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.data.vocab import PAD_ID
@@ -222,6 +222,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 
 class DiagnosticMlpAnalysis(ModelAnalysis[DiagnosticMlpParams]):
-    info = ANALYSES[ID]
+    info = INFO
     schema, version = SCHEMA, VERSION
     run_model, summarize = staticmethod(run_model), staticmethod(summarize)

@@ -1,0 +1,39 @@
+"""`diagnostic_mlp` declared (docs/analyses.md#diagnostic_mlp): an MLP guided by the model's frozen attention vs
+uniform/learned (W&P). Torch-free: validation, planning and reports read it; `compute.py` computes it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from gridlab.catalog.analyses import AnalysisInfo, Params, computation, unique
+
+MlpVariant = Literal["uniform", "learned", "base"]
+
+
+_MLP_VARIANTS: tuple[MlpVariant, ...] = ("uniform", "learned", "base")
+
+
+class DiagnosticMlpParams(Params):
+    variants: list[MlpVariant] = Field(
+        default_factory=lambda: list(_MLP_VARIANTS),
+        min_length=1,
+        description="how the MLP weighs its tokens: uniformly, by its own trained attention, by the model's frozen one",
+    )
+    hidden: int = Field(64, ge=1, description="hidden size of W&P's diagnostic MLP")
+    epochs: int = Field(8, ge=1)
+
+    _variants_unique = field_validator("variants")(unique)
+
+
+INFO = AnalysisInfo(
+    "diagnostic_mlp",
+    "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
+    DiagnosticMlpParams,
+    "model",
+    applies=lambda cell: cell.architecture == "flat",
+    needs="architecture flat",
+)
+
+__getattr__ = computation(__name__)

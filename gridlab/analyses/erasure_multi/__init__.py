@@ -1,0 +1,33 @@
+"""`erasure_multi` declared (docs/analyses.md#erasure_multi): weights erased until the decision flips, per ranking (S&S
+§5). Torch-free: validation, planning and reports read it; `compute.py` computes it."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from gridlab.catalog.analyses import (
+    ERASURE_RANKINGS,
+    AnalysisInfo,
+    RankedParams,
+    Ranking,
+    classifier_cells,
+    computation,
+)
+
+
+class ErasureMultiParams(RankedParams):
+    rankings: list[Ranking] = Field(default_factory=lambda: list(ERASURE_RANKINGS), min_length=1)
+    exact_max_len: int = Field(14, ge=0, description="exact minimal flipping set up to this length; 0 disables")
+
+
+INFO = AnalysisInfo(
+    "erasure_multi",
+    "weights erased until the decision flips, per ranking (S&S §5)",
+    ErasureMultiParams,
+    "instance",
+    applies=classifier_cells,
+    needs="a classifier",
+    heatmaps=True,
+)
+
+__getattr__ = computation(__name__)

@@ -1,0 +1,25 @@
+"""`permutation` declared (docs/analyses.md#permutation): output change under permuted attention (J&W §4.2.1). Torch-
+free: validation, planning and reports read it; `compute.py` computes it."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation
+
+
+class PermutationParams(Params):
+    n: int = Field(100, ge=1, description="random permutations of alpha per instance (J&W: 100)")
+
+
+INFO = AnalysisInfo(
+    "permutation",
+    "output change under permuted attention (J&W §4.2.1)",
+    PermutationParams,
+    "instance",
+    applies=classifier_cells,
+    needs="a classifier",
+    heatmaps=True,
+)
+
+__getattr__ = computation(__name__)

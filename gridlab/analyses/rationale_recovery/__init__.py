@@ -1,0 +1,31 @@
+"""`rationale_recovery` declared (docs/analyses.md#rationale_recovery): precision@k and AUC of rankings against true
+rationales. Torch-free: validation, planning and reports read it; `compute.py` computes it."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from gridlab.catalog.analyses import AnalysisInfo, RankedParams, Ranking, computation, unique
+from gridlab.data.catalog import DATASETS
+
+RECOVERY_RANKINGS: tuple[Ranking, ...] = ("attention", "gradient", "grad_x_attention", "leave_one_out")
+
+
+class RationaleRecoveryParams(RankedParams):
+    rankings: list[Ranking] = Field(default_factory=lambda: list(RECOVERY_RANKINGS), min_length=1)
+    ks: list[int] = Field(default_factory=lambda: [1, 3, 5], min_length=1)
+
+    _ks_unique = field_validator("ks")(unique)
+
+
+INFO = AnalysisInfo(
+    "rationale_recovery",
+    "precision@k and AUC of rankings against true rationales",
+    RationaleRecoveryParams,
+    "instance",
+    applies=lambda cell: DATASETS[cell.dataset].has_rationales,
+    needs="a dataset with rationales",
+    heatmaps=True,
+)
+
+__getattr__ = computation(__name__)
