@@ -39,6 +39,12 @@ class BadInput(GridlabError):
     exit_code = 2
 
 
+class UntrustedExperiment(GridlabError):
+    """A Tune experiment whose saved state no longer matches the seal gridlab wrote for it (`execution.seal`):
+    restoring it would unpickle files someone else changed. Exit 1, not 2: the command line was fine, the
+    results folder is not; the user decides, with `--trust-results`."""
+
+
 class Interrupted(GridlabError):
     """The user stopped a command (Ctrl-C); what was finished is kept and a relaunch resumes."""
 

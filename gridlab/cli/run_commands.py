@@ -51,6 +51,14 @@ def launch(
     train_only: Annotated[
         bool, typer.Option("--train-only", help="Train only; every analysis waits for a later launch or analyze.")
     ] = False,
+    trust_results: Annotated[
+        bool,
+        typer.Option(
+            "--trust-results",
+            help="Resume an interrupted launch even if its Tune files lack your seal or changed since "
+            "(restoring unpickles them; see docs/security.md).",
+        ),
+    ] = False,
 ) -> None:
     """Train every untrained cell (resuming an interrupted launch first) and run the grid's analyses."""
     from gridlab.execution.launch import launch as run_launch  # Ray and MLflow load only for this command
@@ -64,9 +72,11 @@ def launch(
     with uploading(expanded):
         if console.is_terminal:  # a live row per running trial and for the analyses, redrawn in place
             with LiveBoard() as board:
-                report = run_launch(expanded, force or [], address, emit=echo, status=board.status, only=analysis)
+                report = run_launch(
+                    expanded, force or [], address, echo, board.status, only=analysis, trust_results=trust_results
+                )
         else:  # a log, a pipe, CI: a plain line per epoch and per shard
-            report = run_launch(expanded, force or [], address, emit=echo, only=analysis)
+            report = run_launch(expanded, force or [], address, echo, only=analysis, trust_results=trust_results)
     if report.trained or report.failed:
         echo(f"done: {len(report.trained)} trained, {len(report.failed)} failed, {report.skipped} already trained")
     for cell_id, reason in report.failed.items():

@@ -12,8 +12,10 @@ with the analysis parts that grid computed as this one would (`adopt_parts`). Ea
 experiment under `results_dir/<grid>/tune/launch-NNN`; a marker file says whether it finished. A driver killed
 mid-grid leaves an unfinished experiment, which the next launch restores first (`Tuner.restore`, unfinished
 trials continue from their last epoch checkpoint) before it starts a new experiment for whatever is still
-untrained. Restoring unpickles Tune's saved state: whoever can write the results folder must be trusted
-(docs/security.md).
+untrained. Restoring unpickles Tune's saved state, so an experiment is restored only when its files match the
+seal this user's gridlab wrote as Tune saved them (`seal`, docs/security.md): one without a seal (killed before
+the first) is left and its cells train in a new experiment; one whose files changed since is refused
+(UntrustedExperiment); `trust_results` restores either.
 """
 
 from __future__ import annotations
@@ -38,12 +40,13 @@ from ray.tune import PlacementGroupFactory
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.data.catalog import DATASETS
 from gridlab.data.prepare import verify_release
-from gridlab.errors import BadInput, Interrupted, ResourceFault
+from gridlab.errors import BadInput, Interrupted, ResourceFault, UntrustedExperiment
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.execution.codebase import Codebase
 from gridlab.execution.plan import grid_peers, mark_shard_order, plan_jobs, reusable_parts
 from gridlab.execution.progress import GridProgress, Status, cell_params, cell_tags
 from gridlab.execution.ray_session import ray_session
+from gridlab.execution.seal import OVERRIDE, SealState, Verdict, check
 from gridlab.execution.trainable import cell_id_of, train_cell, trial_params
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.suggest import unknown
@@ -90,13 +93,15 @@ def launch(
     emit: Callable[[str], None],
     status: Status | None = None,
     only: list[str] | None = None,
+    trust_results: bool = False,
 ) -> LaunchReport:
     """Train what is untrained and run (or resume) the analyses of every trained cell (`only` those; none for
     an empty list), each model's as soon as it is trained. A forced cell's old rows (and its peers' rows of the
     grid-scope analyses that compared them with it) are dropped first. Its start and end go to the grid's
-    launch log (a study's wall time, `gridlab fidelity`)."""
+    launch log (a study's wall time, `gridlab fidelity`). `trust_results`: restore an interrupted experiment
+    without its seal."""
     with exclusive(grid.workspace, "launch"), _timed(grid) as record:
-        report = _launch(grid, force, address, emit, status, only)
+        report = _launch(grid, force, address, emit, status, only, trust_results)
         record.update(trained=len(report.trained), failed=len(report.failed))
     return report
 
@@ -134,6 +139,7 @@ def _launch(
     emit: Callable[[str], None],
     status: Status | None,
     only: list[str] | None,
+    trust_results: bool,
 ) -> LaunchReport:
     pending = cells_to_train(grid, force)
     _drop_stale_rows(grid, force, emit)
@@ -143,7 +149,7 @@ def _launch(
     with ray_session(address if address is not None else grid.spec.ray.address):
         dispatcher = AnalysisDispatcher(grid, emit, status, only) if grid.analyses and only != [] else None
         try:
-            report = _train(grid, pending, force, emit, dispatcher, tracker, status)
+            report = _train(grid, pending, force, emit, dispatcher, tracker, status, trust_results)
             tracker.finish_published(_published(grid))
             if dispatcher is not None:
                 analyses = run_analyses(grid, emit, dispatcher=dispatcher)
@@ -252,6 +258,7 @@ def _train(
     dispatcher: AnalysisDispatcher | None,
     tracker: Tracker,
     status: Status | None = None,
+    trust_results: bool = False,
 ) -> LaunchReport:
     if not pending:
         emit(f"nothing to train: all {counted(len(grid.cells), 'cell')} of {grid.spec.name} are trained")
@@ -264,8 +271,10 @@ def _train(
     grid.results_dir.mkdir(parents=True, exist_ok=True)
     store = ModelStore(grid.workspace.models)
     for experiment in _unfinished(grid):
-        emit(f"resuming the interrupted launch {experiment.name}")
         path, filesystem = _tune_storage(grid, experiment)
+        if not trust_results and not _trusted(grid, experiment, path, filesystem, tracker, emit):
+            continue
+        emit(f"resuming the interrupted launch {experiment.name}")
         signalled = _fit(
             tune.Tuner.restore(
                 path,
@@ -279,10 +288,7 @@ def _train(
             raise _interrupted(grid, _read_marker(experiment)["cells"])
         # Without a signal, the cells it left pending train in a new experiment below: a trial that a full disk
         # stopped ended terminated, and Tune does not rerun a terminated trial.
-        marker = _mark_finished(experiment)
-        states = [store.cell(c).state() for c in marker["cells"]]
-        key = marker["launch_key"] if "launch_key" in marker else marker["parent_run"]  # earlier: the MLflow run id
-        tracker.end_launch(key, states.count("trained"), states.count("failed"))
+        _end_experiment(experiment, store, tracker)
     remaining = [c for c in pending if c.id in force or store.cell(c.id).state() != "trained"]
     for cell_id in force:
         tracker.supersede(cell_id)
@@ -295,6 +301,50 @@ def _train(
         failed={i: s.failure_reason() or "" for i, s in folders.items() if s.state() == "failed"},
         skipped=len(grid.cells) - len(pending),
     )
+
+
+def _trusted(
+    grid: ExpandedGrid,
+    experiment: Path,
+    path: str,
+    filesystem: pafs.FileSystem | None,
+    tracker: Tracker,
+    emit: Callable[[str], None],
+) -> bool:
+    """Whether the interrupted `experiment` may be restored: its files match this user's seal. One without a
+    seal is left (marked so, its launch run ended, its unfinished cells' runs superseded: they train from
+    scratch in a new experiment, and the two trainings' metrics must not mix); one whose files changed since
+    gridlab sealed them stops the launch."""
+    verdict, detail = check(path, filesystem)
+    if verdict is Verdict.MATCHES:
+        return True
+    where = _trial_storage(grid, experiment)
+    if verdict is Verdict.BROKEN:
+        raise UntrustedExperiment(
+            f"{where}: not restored: {detail} (changed since gridlab saved it), and restoring a Tune experiment "
+            f"unpickles its files; check who can write {grid.results_dir}, or if you trust them, run the launch "
+            f"again with {OVERRIDE}"
+        )
+    emit(
+        f"{where}: not resumed: {detail} (killed before its first save, or sealed elsewhere), and resuming "
+        f"unpickles its files: its unfinished cells train from scratch in a new experiment ({OVERRIDE} "
+        "resumes such an experiment instead)"
+    )
+    store = ModelStore(grid.workspace.models)
+    marker = _end_experiment(experiment, store, tracker, left=detail)
+    for cell_id in marker["cells"]:
+        if store.cell(cell_id).state() != "trained":
+            tracker.supersede(cell_id)
+    return False
+
+
+def _end_experiment(experiment: Path, store: ModelStore, tracker: Tracker, left: str | None = None) -> dict:
+    """Mark a restored (or `left`) experiment finished and end its launch run with what its cells became."""
+    marker = _mark_finished(experiment, {"left": left} if left else {})
+    states = [store.cell(c).state() for c in marker["cells"]]
+    key = marker["launch_key"] if "launch_key" in marker else marker["parent_run"]  # earlier: the MLflow run id
+    tracker.end_launch(key, states.count("trained"), states.count("failed"))
+    return marker
 
 
 def _published(grid: ExpandedGrid) -> dict[str, Path]:
@@ -368,7 +418,7 @@ def _run(
             name=experiment.name,
             storage_path=storage_path,
             storage_filesystem=storage_filesystem,
-            callbacks=[progress, AnalyseWhenTrained(grid, dispatcher, trained_before)],
+            callbacks=[progress, AnalyseWhenTrained(grid, dispatcher, trained_before), SealState()],
             verbose=0,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             failure_config=tune.FailureConfig(max_failures=2),  # a lost worker resumes from its checkpoint
@@ -473,7 +523,7 @@ def _read_marker(folder: Path) -> dict:
     return json.loads((folder / LAUNCH_MARKER).read_text())
 
 
-def _mark_finished(folder: Path) -> dict:
-    marker = {**_read_marker(folder), "finished": True}
+def _mark_finished(folder: Path, extra: dict | None = None) -> dict:
+    marker = {**_read_marker(folder), "finished": True, **(extra or {})}
     _write_marker(folder, marker)
     return marker

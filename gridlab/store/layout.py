@@ -7,6 +7,7 @@ results_dir/                        Results: shared by every grid written there
         launches.jsonl              a line at the start and end of every launch (wall time)
         tune/launch-NNN/            one Ray Tune experiment per launch; <cell>/result.json per trial
             gridlab-launch.json     its cells, its launch key, finished or not
+            gridlab-seal.hmac       a keyed digest of the Tune state it unpickles on restore (`execution.seal`)
         models/<cell id>/           a trained (or failed) cell: the files of CellFiles
         analyses/<analysis>/cell=<cell id>/part-NNNNN.parquet    one part per shard
         analyses/shard-order.json   how shards cut the test instances (length order; parts without it: file order)
@@ -147,6 +148,9 @@ CELL_PARTITION = "cell="  # hive-style partition folders, so readers get a `cell
 PART = "part-*.parquet"  # a part's name inside its partition (`GridWorkspace.part`)
 TUNE_EXPERIMENT = "launch-"  # tune/launch-NNN
 LAUNCH_MARKER = "gridlab-launch.json"  # in a Tune experiment: its cells, its MLflow parent run, finished or not
+# in a Tune experiment's storage: the HMAC of each state file Tune reads back on restore; not named *.json or
+# *.pkl, so Tune's restore never copies it into its staging folder (and never uploads a stale copy back)
+TUNE_SEAL = "gridlab-seal.hmac"
 
 
 def cell_of(partition: PurePath) -> str:

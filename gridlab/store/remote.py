@@ -35,6 +35,7 @@ from urllib.parse import urlparse
 from pyarrow import fs as pafs
 
 from gridlab.errors import GridlabError
+from gridlab.store.layout import LAUNCH_MARKER
 from gridlab.store.temporary import new_file
 
 SCHEMES = ("s3", "gs")
@@ -172,8 +173,13 @@ class Mirror:
 
 
 def _travels(key: str) -> bool:
-    """Hidden names below the mirror's root (temporaries, staging folders) and `LOCAL_ONLY` stay local."""
+    """Hidden names below the mirror's root (temporaries, staging folders) and `LOCAL_ONLY` stay local, and the
+    files at the top of a Tune experiment (`<grid>/tune/launch-NNN/`) other than gridlab's marker stay in the
+    store: Tune and the seal of its state (`execution.seal`) read and write them there, and a copy pulled at a
+    command's start would be pushed back over their newer versions at its end (a size that differs)."""
     parts = key.strip("/").split("/")
+    if len(parts) == 4 and parts[1] == "tune" and parts[3] != LAUNCH_MARKER:
+        return False
     return not set(parts[:2]) & set(LOCAL_ONLY) and not any(part.startswith(".") for part in parts)
 
 

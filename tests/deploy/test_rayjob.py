@@ -104,11 +104,12 @@ def test_the_entrypoint_launches_the_mounted_grid_on_this_cluster(job: dict):
     assert volumes["grid"]["configMap"]["items"] == [{"key": "grid.yaml", "path": "grid.yaml"}]
 
 
-def test_credentials_come_from_secrets(job: dict):
+def test_credentials_come_from_secrets_and_only_the_driver_holds_the_seal_key(job: dict):
     for name, container in containers(job).items():
         secrets = {ref["secretRef"]["name"] for ref in container["envFrom"]}
         assert "gridlab-s3" in secrets
+        assert ("gridlab-experiment-key" in secrets) == (name == "head")  # only the driver seals and checks
         literal = {e["name"] for e in container["env"] if "value" in e}
-        assert not literal & {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+        assert not literal & {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "GRIDLAB_EXPERIMENT_KEY"}
         assert {"name": "GRIDLAB_DATA", "value": "/data"} in container["env"]
     assert job["spec"]["rayClusterSpec"]["authOptions"] == {"mode": "token"}

@@ -18,6 +18,7 @@ import pytest
 from pyarrow import fs as pafs
 
 from gridlab.store import atomic
+from gridlab.store.layout import LAUNCH_MARKER
 from gridlab.store.remote import Mirror, activate
 from tests.execution.conftest import start_launch, write_grid
 from tests.object_store import ObjectStore
@@ -49,6 +50,26 @@ def test_what_is_published_is_uploaded_and_comes_back_elsewhere(object_store: Ob
     assert (elsewhere.local / "g" / "models" / "c1" / "model.pt").read_bytes() == b"weights"
     assert not (elsewhere.local / "g" / ".hidden.tmp").exists()
     assert elsewhere.pull("g") == 0  # what it has is not fetched again
+
+
+def test_tunes_state_stays_in_the_store(object_store: ObjectStore, tmp_path: Path):
+    """Tune and the seal write an experiment's state in the store during a launch: a copy pulled at the start
+    would go back over the newer one at the end. Only gridlab's marker and the trials' results travel."""
+    mirror = Mirror.of(object_store.uri("runs"))
+    experiment = f"{mirror.root}/g/tune/launch-001"
+    for name in ("tuner.pkl", "experiment_state-x.json", "gridlab-seal.hmac", LAUNCH_MARKER, "c1/result.json"):
+        with mirror.filesystem.open_output_stream(f"{experiment}/{name}") as stream:
+            stream.write(b"first")
+    assert mirror.pull("g") == 2
+    local = mirror.local / "g" / "tune" / "launch-001"
+    assert sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file()) == [
+        "c1/result.json",
+        LAUNCH_MARKER,
+    ]
+    (local / "experiment_state-x.json").write_text("a stale copy, of another size")
+    assert mirror.push_missing("g") == 0
+    with mirror.filesystem.open_input_stream(f"{experiment}/experiment_state-x.json") as stream:
+        assert stream.read() == b"first"
 
 
 def test_an_unreachable_store_is_one_line(tmp_path: Path, monkeypatch):
