@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gridlab.store.atomic import write_json
+from gridlab.store.layout import TrackingFiles
 from gridlab.store.remote import portable, resolved
 
 
@@ -40,11 +41,11 @@ class TrackingJournal:
 
     @property
     def records(self) -> Path:
-        return self.folder / "journal.jsonl"
+        return self.folder / TrackingFiles.JOURNAL
 
     @property
     def sent_file(self) -> Path:
-        return self.folder / "sent.json"
+        return self.folder / TrackingFiles.SENT
 
     def append(self, record: dict[str, Any]) -> None:
         """Write the record, with an id of its own: a count is checked against the id of its last record."""
