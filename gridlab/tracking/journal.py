@@ -26,7 +26,7 @@ from typing import Any
 
 from gridlab.store.atomic import write_json
 from gridlab.store.layout import TrackingFiles
-from gridlab.store.remote import portable, resolved
+from gridlab.store.store import Store
 
 
 class TrackingJournal:
@@ -34,10 +34,10 @@ class TrackingJournal:
         self.folder = folder
 
     def __getstate__(self) -> dict:  # saved with a Tune experiment: resolved again where it is restored
-        return {"folder": portable(self.folder)}
+        return {"folder": Store.portable(self.folder)}
 
     def __setstate__(self, state: dict) -> None:
-        self.folder = resolved(state["folder"])
+        self.folder = Store.resolved(state["folder"])
 
     @property
     def records(self) -> Path:
