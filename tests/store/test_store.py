@@ -13,6 +13,14 @@ from gridlab.store import atomic
 from gridlab.store.layout import TUNE_CHECKPOINT
 from gridlab.store.store import Store
 from tests.object_store import ObjectStore
+from tests.test_imports import import_graph
+
+
+def test_no_package_outside_the_store_reaches_the_mirror_behind_it():
+    graph = import_graph()
+    assert "gridlab.store.remote" in graph["gridlab.store.store"]  # so the check below reads the right name
+    outside = sorted(m for m, names in graph.items() if "gridlab.store.remote" in names and ".store." not in m)
+    assert outside == []
 
 
 def test_a_folder_is_its_own_copy_and_nothing_moves(tmp_path: Path):
