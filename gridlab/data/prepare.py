@@ -61,7 +61,7 @@ def load_dataset(dataset_id: str, data_dir: Path, cache_dir: Path, config: DataC
     config = spec.resolve(config)
     presence = check_presence(spec, data_dir, config)
     key = cache_key(spec, presence, config)
-    entry = cache_dir / dataset_id / key
+    entry = cache_dir / CacheFiles.prepared(dataset_id, key)
     if not (entry / CacheFiles.META).is_file():
         verify_release(spec, data_dir)
         _write_entry(entry, _build(spec, presence, config))

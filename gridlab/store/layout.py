@@ -46,15 +46,27 @@ class TrackingFiles:
 
 
 class CacheFiles:
-    """File names inside the data cache (`Results.cache`): `<dataset>/<key>/` per prepared dataset."""
+    """Names inside the data cache (`Results.cache`): a folder per prepared dataset and key, the vectors of each
+    vocabulary, and the datasets' row counts."""
 
     META = "meta.json"  # a prepared entry's vocabularies and labels; written last, so it means "complete"
     ROW_COUNTS = "rows.json"  # the datasets' row counts, keyed by their files' checksums (`data.inventory`)
+    VECTORS = "vectors"  # a vocabulary's rows of a vector source, one file per key (`data.vectors`)
+
+    @staticmethod
+    def prepared(dataset_id: str, key: str) -> str:
+        """A prepared dataset's entry (`data.prepare`): its splits' tables and META."""
+        return f"{dataset_id}/{key}"
 
     @staticmethod
     def split(name: str) -> str:
         """A prepared entry's table of one split."""
         return f"{name}.parquet"
+
+    @staticmethod
+    def vectors(key: str) -> str:
+        """The vectors of one vocabulary and source (pretrained or trained word2vec), keyed by content."""
+        return f"{CacheFiles.VECTORS}/{key}.npz"
 
 
 @dataclass(frozen=True)
