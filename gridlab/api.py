@@ -37,7 +37,7 @@ from gridlab.grid.load import load_grid_file
 from gridlab.results.parts import AXES
 from gridlab.store.layout import CellFiles, GridWorkspace, Results, cell_of, is_part
 from gridlab.store.models import ModelStore, state_of
-from gridlab.store.remote import Mirror, is_remote
+from gridlab.store.store import Store
 from gridlab.tracking.runs import cell_runs, sqlite_path
 
 GRID_SUFFIXES = (".yaml", ".yml")
@@ -204,7 +204,7 @@ def open_results(location: str | os.PathLike[str], tracking_uri: str | None = No
     in object storage (`s3://bucket/prefix/<grid>`). `tracking_uri` names the MLflow store where the grid file
     does not say (its default: `mlflow.db` beside the grid's folder)."""
     text = str(location)
-    if is_remote(text):
+    if Store.names_object_store(text):
         return _in_object_store(text.rstrip("/"), tracking_uri)
     path = Path(text)
     if path.is_file() and path.suffix in GRID_SUFFIXES:
@@ -217,11 +217,8 @@ def open_results(location: str | os.PathLike[str], tracking_uri: str | None = No
 def _of_grid(grid: ExpandedGrid, location: str, tracking_uri: str | None) -> GridResults:
     cells = [Cell(c.id, {axis: getattr(c.config, axis) for axis in AXES}) for c in grid.cells]
     uri = tracking_uri or grid.tracking_uri
-    mirror = grid.mirror
-    if mirror is None:
-        workspace = GridWorkspace(grid.workspace.path.resolve())
-        return GridResults(location, pafs.LocalFileSystem(), workspace, uri, cells)
-    return GridResults(location, mirror.filesystem, GridWorkspace(Path(mirror.root) / grid.spec.name), uri, cells)
+    filesystem, workspace = grid.store.in_place(grid.spec.name)
+    return GridResults(location, filesystem, workspace, uri, cells)
 
 
 def _in_folder(path: Path, location: str, tracking_uri: str | None) -> GridResults:
@@ -240,17 +237,17 @@ def _in_folder(path: Path, location: str, tracking_uri: str | None) -> GridResul
 
 def _in_object_store(uri: str, tracking_uri: str | None) -> GridResults:
     parent, name = uri.rsplit("/", 1)
-    mirror = Mirror.of(parent)
-    workspace = GridWorkspace(Path(mirror.root) / name)
+    store = Store.of(parent)
+    filesystem, workspace = store.in_place(name)
     try:
-        found = _is_grid_folder(mirror.filesystem, workspace)
+        found = _is_grid_folder(filesystem, workspace)
     except OSError as error:
         raise GridlabError(f"{uri}: {str(error).splitlines()[0]}") from None
     if not found:
         raise BadInput(f"{uri}: not a grid's results folder (no models/ or analyses/ under it)")
     # the default sqlite store never travels to the bucket: it is the one beside this machine's mirror
-    default = f"sqlite:///{Results(mirror.local).tracking_db}"
-    return GridResults(uri, mirror.filesystem, workspace, tracking_uri or default)
+    default = f"sqlite:///{store.results.tracking_db}"
+    return GridResults(uri, filesystem, workspace, tracking_uri or default)
 
 
 def _is_grid_folder(filesystem: pafs.FileSystem, workspace: GridWorkspace) -> bool:

@@ -18,7 +18,6 @@ from gridlab.cli.output import console, echo, user_errors, warn
 from gridlab.grid.expand import ID_LENGTH, Cell, ExpandedGrid, expand, restrict
 from gridlab.grid.load import load_grid_file
 from gridlab.store.models import ModelStore, trained_elsewhere
-from gridlab.store.remote import sync, upload_pending
 from gridlab.text import counted
 
 GridArg = Annotated[Path, typer.Argument(help="The grid file (YAML).", show_default=False)]
@@ -36,12 +35,12 @@ JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object per li
 
 def load(grid: Path, where: list[str] | None = None, check_data: bool = True, results: bool = True) -> ExpandedGrid:
     """The expanded grid; with `results`, a results_dir in object storage is first brought to its local
-    mirror (`store.remote.sync`), so every command reads and writes there as it would a local folder."""
+    copy (`Store.sync`), so every command reads and writes there as it would a local folder."""
     expanded = expand(load_grid_file(grid), file=str(grid), check_data=check_data)
     for message in expanded.warnings:
         warn(f"{grid}: {message}")
-    if results and (mirror := expanded.mirror) is not None:
-        sync(mirror, expanded.spec.name)
+    if results:
+        expanded.store.sync(expanded.spec.name)
     return restrict(expanded, where or [])
 
 
@@ -52,8 +51,7 @@ def uploading(expanded: ExpandedGrid) -> Iterator[None]:
     try:
         yield
     finally:
-        if (mirror := expanded.mirror) is not None:
-            upload_pending(mirror, expanded.spec.name)
+        expanded.store.upload_pending(expanded.spec.name)
 
 
 def results_folder(expanded: ExpandedGrid) -> tuple[str, bool]:
@@ -62,13 +60,13 @@ def results_folder(expanded: ExpandedGrid) -> tuple[str, bool]:
     there: the line then says so, and how to read the right one, instead of reporting every cell pending."""
     folder = expanded.results_dir.absolute()
     line = f"results: {folder}/"
-    if (mirror := expanded.mirror) is not None:
-        line += f" (the local copy of {mirror.uri})"
+    if expanded.store.uri is not None:
+        line += f" (the local copy of {expanded.store.uri})"
     if folder.is_dir():
         return line, True
     line += f" does not exist: nothing of grid '{expanded.spec.name}' was trained or analysed there"
     configured = expanded.spec.results_dir
-    if mirror is None and not Path(configured).is_absolute():
+    if expanded.store.uri is None and not Path(configured).is_absolute():
         line += (
             f"; results_dir '{configured}' is relative, read from the current folder ({Path.cwd()}): run the "
             "command from the folder the grid was launched from, or give the grid an absolute results_dir"

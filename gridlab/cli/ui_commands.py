@@ -15,7 +15,7 @@ from gridlab.cli.grid_commands import GridArg, load
 from gridlab.cli.output import echo, user_errors
 from gridlab.errors import GridlabError, Interrupted
 from gridlab.grid.expand import ExpandedGrid
-from gridlab.store.remote import portable_tracking_uri
+from gridlab.store.store import Store
 from gridlab.text import counted
 from gridlab.tracking.journal import TrackingJournal
 from gridlab.tracking.ui import LocalUi, experiment_id, experiment_url, free_port, is_server, store_path
@@ -39,7 +39,8 @@ def ui(
     expanded = load(grid, check_data=False)  # the grid file and its results folder
     name, uri = expanded.spec.name, grid_tracking_uri(expanded)
     journal = TrackingJournal(expanded.workspace.tracking)
-    waiting = journal.backlog(journal.store_at(portable_tracking_uri(uri)))  # as last counted: the UI asks nothing
+    # as last counted: the UI asks nothing
+    waiting = journal.backlog(journal.store_at(Store.portable_tracking_uri(uri)))
     if waiting:
         echo(f"{counted(waiting, 'record')} of {name} not in the store yet: `gridlab track {grid}` sends them")
     if is_server(uri):

@@ -208,7 +208,7 @@ class GridFile(Strict):
     results_dir: Annotated[str, StringConstraints(pattern=r"^(s3|gs)://[^/]+")] | Path = Field(
         Path("runs"),
         description="a folder, or an object-store prefix (s3://bucket/prefix, gs://...; AWS_ENDPOINT_URL selects an "
-        "S3-compatible server) mirrored in a local folder (`gridlab.store.remote`)",
+        "S3-compatible server) mirrored in a local folder (`gridlab.store.store`)",
     )
     tracking_uri: str | None = None
     device: Device = "auto"

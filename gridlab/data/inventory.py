@@ -17,7 +17,7 @@ from gridlab.data.files import sha256_file
 from gridlab.data.presence import splits_status
 from gridlab.data.spec import DatasetSpec
 from gridlab.store.atomic import write_json
-from gridlab.store.layout import Results
+from gridlab.store.layout import CacheFiles, Results
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def _counts_key(spec: DatasetSpec, folder: Path) -> str:
 
 def _load_counts(cache_dir: Path) -> dict[str, dict[str, int]]:
     try:
-        return json.loads((cache_dir / "rows.json").read_text())
+        return json.loads((cache_dir / CacheFiles.ROW_COUNTS).read_text())
     except (OSError, ValueError):
         return {}
 
@@ -76,6 +76,6 @@ def _load_counts(cache_dir: Path) -> dict[str, dict[str, int]]:
 def _save_counts(cache_dir: Path, counts: dict[str, dict[str, int]]) -> None:
     """Best effort and atomic: a read-only or racing cache only costs a recount next time."""
     try:
-        write_json(cache_dir / "rows.json", counts, indent=None)
+        write_json(cache_dir / CacheFiles.ROW_COUNTS, counts, indent=None)
     except OSError:
         return  # counting again next time is the whole cost

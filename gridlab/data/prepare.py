@@ -33,6 +33,7 @@ from gridlab.data.spec import SPLITS, DatasetSpec, Task
 from gridlab.data.tokenize import rationale_mask, tokenize
 from gridlab.data.vocab import Vocab
 from gridlab.errors import DataError
+from gridlab.store.layout import CacheFiles
 from gridlab.store.temporary import new_folder
 
 PREPARE_VERSION = 1
@@ -60,8 +61,8 @@ def load_dataset(dataset_id: str, data_dir: Path, cache_dir: Path, config: DataC
     config = spec.resolve(config)
     presence = check_presence(spec, data_dir, config)
     key = cache_key(spec, presence, config)
-    entry = cache_dir / dataset_id / key
-    if not (entry / "meta.json").is_file():
+    entry = cache_dir / CacheFiles.prepared(dataset_id, key)
+    if not (entry / CacheFiles.META).is_file():
         verify_release(spec, data_dir)
         _write_entry(entry, _build(spec, presence, config))
     return _read_entry(entry, spec, config, key)
@@ -285,19 +286,19 @@ def _write_entry(entry: Path, built: _Built) -> None:
     staging = new_folder(entry.parent, f".{entry.name}-")  # the umask's modes: the cache is shared
     try:
         for split, table in built.tables.items():
-            pq.write_table(table, staging / f"{split}.parquet")
-        (staging / "meta.json").write_text(json.dumps(built.meta))
+            pq.write_table(table, staging / CacheFiles.split(split))
+        (staging / CacheFiles.META).write_text(json.dumps(built.meta))
         try:
             os.rename(staging, entry)
         except OSError:  # another process finished the same entry first: theirs is identical
-            if not (entry / "meta.json").is_file():
+            if not (entry / CacheFiles.META).is_file():
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
 def _read_entry(entry: Path, spec: DatasetSpec, config: DataConfig, key: str) -> PreparedDataset:
-    meta = json.loads((entry / "meta.json").read_text())
+    meta = json.loads((entry / CacheFiles.META).read_text())
     target = meta["target_vocab"]
     return PreparedDataset(
         id=spec.id,
@@ -306,7 +307,7 @@ def _read_entry(entry: Path, spec: DatasetSpec, config: DataConfig, key: str) ->
         label_names=tuple(meta["label_names"]),
         vocab=Vocab(tuple(meta["vocab"])),
         target_vocab=Vocab(tuple(target)) if target else None,
-        splits={split: pq.read_table(entry / f"{split}.parquet") for split in SPLITS},
+        splits={split: pq.read_table(entry / CacheFiles.split(split)) for split in SPLITS},
         derived_splits=meta["derived_splits"],
         cache_key=key,
     )

@@ -31,8 +31,9 @@ from gridlab.data.spec import SourceFile
 from gridlab.data.vocab import Vocab
 from gridlab.errors import DataError
 from gridlab.store.atomic import replaced
+from gridlab.store.layout import CacheFiles
 
-VECTORS_FOLDER = "vectors"
+VECTORS_FOLDER = "vectors"  # in the data folder and a fetch mirror: the vector sets' release files
 CACHE_VERSION = 1
 TextFormat = Literal["glove", "word2vec"]  # glove: no header line; word2vec / fastText .vec: "count dim" first
 
@@ -239,7 +240,7 @@ class VocabularyVectors:
 def vocabulary_vectors(source: VectorSource, vocab: Vocab, cache_dir: Path) -> VocabularyVectors:
     """The vocabulary's rows of a vector source, from the per-vocabulary cache when there."""
     key = _cache_key(source.identity, vocab)
-    path = cache_dir / VECTORS_FOLDER / f"{key}.npz"
+    path = cache_dir / CacheFiles.vectors(key)
     if path.is_file():
         with np.load(path) as stored:
             return VocabularyVectors(stored["vectors"], stored["covered"])

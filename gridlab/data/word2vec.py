@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from gridlab.data.prepare import PreparedDataset
-from gridlab.data.vectors import VECTORS_FOLDER, VocabularyVectors, write_npz
+from gridlab.data.vectors import VocabularyVectors, write_npz
 from gridlab.data.vocab import Vocab
+from gridlab.store.layout import CacheFiles
 
 EPOCHS = 5
 CACHE_VERSION = 1
@@ -48,7 +49,7 @@ class Corpus:
 def word2vec_vectors(corpus: Corpus, vocab: Vocab, dim: int, seed: int, cache_dir: Path) -> VocabularyVectors:
     payload = {"sources": corpus.sources, "vocab": vocab.digest(), "dim": dim, "seed": seed, "v": CACHE_VERSION}
     key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
-    path = cache_dir / VECTORS_FOLDER / f"word2vec-{key}.npz"
+    path = cache_dir / CacheFiles.vectors(f"word2vec-{key}")
     if path.is_file():
         with np.load(path) as stored:
             return VocabularyVectors(stored["vectors"], stored["covered"])

@@ -49,7 +49,7 @@ from gridlab.execution.runner import ShardOutcome, ShardRunner
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
-from gridlab.store.remote import Mirror, activate, bring_down
+from gridlab.store.store import Store
 from gridlab.store.timings import record_shard
 from gridlab.text import counted, duration
 
@@ -69,14 +69,14 @@ class AnalysisActor:
         gpus: float,
         plugins: dict[str, type[Analysis]],
         code: Codebase,
-        mirror: Mirror | None = None,
+        store: Store | None = None,
     ):
         self.mismatch = code.mismatch()
         if self.mismatch is not None:  # nothing of this worker's gridlab runs; `run` fails each shard with why
             return
         quiet_environment(local_ray=False)
-        if mirror is not None:  # results in object storage: upload the parts written here, fetch models
-            activate(mirror)
+        if store is not None:  # results in object storage: upload the parts written here, fetch models
+            store.activate()
         set_torch_threads(cpus)
         self.runner = ShardRunner(
             Path(grid_results),
@@ -254,7 +254,7 @@ class AnalysisDispatcher:
             resources.gpu,
             plugins(),
             Codebase.here(),
-            self.grid.mirror,
+            self.grid.store,
         )
 
     @staticmethod
@@ -350,7 +350,7 @@ def run_analyses(
 
 def summarize(grid: ExpandedGrid, tracker, emit: Callable[[str], None]) -> None:
     """summary.parquet from every part written so far (on any node), and the numbers on each cell's MLflow run."""
-    bring_down(grid.workspace.analyses)
+    Store.bring_down(grid.workspace.analyses)
     frame = write_summary(grid)
     if frame.empty:
         return

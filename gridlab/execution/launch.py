@@ -475,16 +475,13 @@ def _tune_storage(grid: ExpandedGrid, local: Path) -> tuple[str, pafs.FileSystem
     """Where Tune keeps what `local` (a folder under the grid's tune/) stands for: that folder, or for results
     in object storage the same place in the store (so trials on any node checkpoint there) with its
     filesystem. The launch markers stay in the local folder, mirrored like every published file."""
-    mirror = grid.mirror
-    if mirror is None:
-        return str(local), None
-    return mirror.key(local), mirror.filesystem
+    store = grid.store
+    return (store.key(local), store.filesystem) if store.remote else (str(local), None)
 
 
 def _trial_storage(grid: ExpandedGrid, local: Path) -> Path | str:
     """A trial's folder as its trainable finds it: the folder, or its URI in the object store."""
-    mirror = grid.mirror
-    return local if mirror is None else f"{mirror.uri}/{mirror.relative(local)}"
+    return grid.store.where(local)
 
 
 def _unfinished(grid: ExpandedGrid) -> list[Path]:

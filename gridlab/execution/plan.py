@@ -103,7 +103,7 @@ def check_shard_order(workspace: GridWorkspace) -> None:
     if workspace.shard_order.is_file():
         if json.loads(workspace.shard_order.read_text()) == SHARD_ORDER:
             return
-    elif not any(workspace.analyses.glob("*/cell=*/part-*.parquet")):
+    elif not workspace.has_parts():
         return
     raise GridlabError(
         f"{workspace.analyses}: these parts were cut from other test rows by an earlier gridlab (shards are now "

@@ -14,7 +14,7 @@ from ray import tune
 from gridlab.execution.trainable import RESOURCE_FAULT, cell_id_of, final_checkpoint
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
-from gridlab.store.remote import portable, resolved
+from gridlab.store.store import Store
 from gridlab.tracking.journal import TrackingJournal
 from gridlab.tracking.runs import Tracker, final_metrics, flatten
 
@@ -65,12 +65,12 @@ class GridProgress(tune.Callback):
         """Tune saves the callback with its experiment: a live display is not saved, and the model store is
         saved as a `portable` location, so that a launch resumed on another machine publishes to its own
         mirror of results kept in object storage."""
-        return {**self.__dict__, "show": None, "models": portable(self.models)}
+        return {**self.__dict__, "show": None, "models": Store.portable(self.models)}
 
     def __setstate__(self, state: dict) -> None:  # a restored experiment counts time from its restart
         if "runs" in state:  # saved by a gridlab whose tracker sent at once, without a journal
             state = _journaled(state)
-        self.__dict__.update({"show": None, **state, "models": resolved(state["models"])})
+        self.__dict__.update({"show": None, **state, "models": Store.resolved(state["models"])})
         self.started = time.monotonic()
         # the cells' runs are opened again: the launch may resume on another machine, tracking to another store
         # (its own sqlite file), where only the records written from here on arrive

@@ -37,7 +37,7 @@ from gridlab.results.parts import common_columns, model_common_columns, rows_tab
 from gridlab.results.shards import SPLIT
 from gridlab.store.layout import CellFiles, GridWorkspace
 from gridlab.store.models import ModelStore
-from gridlab.store.remote import bring_down
+from gridlab.store.store import Store
 
 
 @dataclass
@@ -173,7 +173,7 @@ class ShardRunner:
         if cell_id not in self._cells:
             folder = ModelStore(self.workspace.models).cell(cell_id)
             if folder.state() != "trained":  # on another node than the one it was published from
-                bring_down(folder.path)
+                Store.bring_down(folder.path)
             if folder.state() != "trained":
                 raise GridlabError(f"cell {cell_id} is not trained (run `gridlab launch` first)")
             stored = folder.read(CellFiles.CONFIG)

@@ -32,10 +32,10 @@ from gridlab.execution.codebase import Codebase
 from gridlab.models.embeddings import initial_embeddings
 from gridlab.models.factory import build_model
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
-from gridlab.store.layout import CellFiles
+from gridlab.store.layout import TUNE_CHECKPOINT, CellFiles
 from gridlab.store.models import data_reference, write_trained
 from gridlab.store.provenance import gridlab_commit
-from gridlab.store.remote import is_remote, local_copy, subfolders
+from gridlab.store.store import Store
 from gridlab.training.loop import NonFiniteLoss, Trainer, UndefinedSelection, evaluate
 
 RESOURCE_FAULT = "resource_fault"  # the result key of a trial that a full or unwritable disk stopped
@@ -168,9 +168,7 @@ def final_checkpoint(trial_dir: str) -> Iterator[Path | None]:
 
 def _stored_checkpoints(trial_dir: str, copies: ExitStack) -> list[Path]:
     """Every checkpoint folder in the trial's folder, local (object storage: copied for `copies`' lifetime)."""
-    if is_remote(trial_dir):
-        return [copies.enter_context(local_copy(uri)) for uri in subfolders(trial_dir, "checkpoint_")]
-    return sorted(Path(trial_dir).glob("checkpoint_*")) if Path(trial_dir).is_dir() else []
+    return copies.enter_context(Store.subfolders(trial_dir, TUNE_CHECKPOINT))
 
 
 def _is_final(folder: Path) -> bool:

@@ -38,7 +38,7 @@ from gridlab.grid.problems import Problem, from_validation_error, location
 from gridlab.grid.suggest import unknown
 from gridlab.store.atomic import unwritable
 from gridlab.store.layout import GridWorkspace, Results
-from gridlab.store.remote import Mirror, is_remote, mirror_folder
+from gridlab.store.store import Store
 
 ID_LENGTH = 12
 CELL_SCHEMA_VERSION = 1
@@ -98,17 +98,15 @@ class ExpandedGrid:
         return self.workspace.path
 
     @property
-    def mirror(self) -> Mirror | None:
-        """The object-store results_dir and its local mirror; None for a results folder on this machine."""
-        location = self.spec.results_dir
-        return Mirror.of(str(location)) if isinstance(location, str) and is_remote(location) else None
+    def store(self) -> Store:
+        """`results_dir`, on this machine or in object storage: the one object that knows which."""
+        return Store.of(self.spec.results_dir)
 
     @property
     def results(self) -> Results:
-        """`results_dir` (its local mirror, for an object store): what every grid written there shares (dataset
+        """`results_dir` (its local copy, for an object store): what every grid written there shares (dataset
         cache, default tracking store)."""
-        mirror = self.mirror
-        return Results(mirror.local if mirror is not None else Path(self.spec.results_dir))
+        return self.store.results
 
     @property
     def tracking_uri(self) -> str:
@@ -203,8 +201,7 @@ def expand(spec: GridFile, file: str, check_data: bool = True) -> ExpandedGrid:
     if not cells:
         raise GridFileError(file, [("exclude" if spec.exclude else "grid", "no cells left (expected at least one)")])
     _check_compatibility(cells, analyses, problems)
-    local = mirror_folder(spec.results_dir) if isinstance(spec.results_dir, str) else spec.results_dir
-    unusable = unwritable(local)
+    unusable = unwritable(Store.of(spec.results_dir).local)
     if unusable:
         problems.append(("results_dir", unusable))
     store = spec.tracking_uri.removeprefix("sqlite:///") if spec.tracking_uri else None

@@ -2,18 +2,20 @@
 
 results_dir/                        Results: shared by every grid written there
     mlflow.db, mlartifacts/         the default tracking store and its artifacts
-    cache/                          prepared datasets and vectors, keyed by content
+    cache/                          CacheFiles: prepared datasets and vectors, keyed by content
     <grid>/                         GridWorkspace: one grid's results
         launches.jsonl              a line at the start and end of every launch (wall time)
-        tune/launch-NNN/            one Ray Tune experiment per launch; <cell>/result.json per trial
+        tune/launch-NNN/            one Ray Tune experiment per launch; <cell>/result.json per trial, and
+                                    <cell>/checkpoint_NNNNNN/ (Tune's own names)
             gridlab-launch.json     its cells, its launch key, finished or not
             gridlab-seal.hmac       a keyed digest of the Tune state it unpickles on restore (`execution.seal`)
+        launch.lock, launch.lease   the one launch per grid: on this machine, and in the bucket (`store.lock`)
         models/<cell id>/           a trained (or failed) cell: the files of CellFiles
         analyses/<analysis>/cell=<cell id>/part-NNNNN.parquet    one part per shard
         analyses/shard-order.json   how shards cut the test instances (length order; parts without it: file order)
         analyses/shards.jsonl       a line per analysed shard: its instances and seconds (`store.timings`)
         summary.parquet             one row per cell and analysis
-        tracking/                   what MLflow is told, journaled first (journal.jsonl) and how much was sent
+        tracking/                   TrackingFiles: what MLflow is told, journaled first, and how much was sent
         report/, annotation/        where `gridlab report` and `gridlab annotate` write by default
 """
 
@@ -37,6 +39,37 @@ class CellFiles:
     TRAINED = (MODEL, CONFIG, DATA, HISTORY, METRICS)  # what a finished trial leaves
 
 
+class TrackingFiles:
+    """File names inside a grid's `tracking/` folder (`tracking.journal`)."""
+
+    JOURNAL = "journal.jsonl"  # every record MLflow is to be told, in the order it happened
+    SENT = "sent.json"  # for each tracking store, how many of the journal's records it has taken
+
+
+class CacheFiles:
+    """Names inside the data cache (`Results.cache`): a folder per prepared dataset and key, the vectors of each
+    vocabulary, and the datasets' row counts."""
+
+    META = "meta.json"  # a prepared entry's vocabularies and labels; written last, so it means "complete"
+    ROW_COUNTS = "rows.json"  # the datasets' row counts, keyed by their files' checksums (`data.inventory`)
+    VECTORS = "vectors"  # a vocabulary's rows of a vector source, one file per key (`data.vectors`)
+
+    @staticmethod
+    def prepared(dataset_id: str, key: str) -> str:
+        """A prepared dataset's entry (`data.prepare`): its splits' tables and META."""
+        return f"{dataset_id}/{key}"
+
+    @staticmethod
+    def split(name: str) -> str:
+        """A prepared entry's table of one split."""
+        return f"{name}.parquet"
+
+    @staticmethod
+    def vectors(key: str) -> str:
+        """The vectors of one vocabulary and source (pretrained or trained word2vec), keyed by content."""
+        return f"{CacheFiles.VECTORS}/{key}.npz"
+
+
 @dataclass(frozen=True)
 class Results:
     """`results_dir`: the grids' folders and what they share."""
@@ -48,15 +81,15 @@ class Results:
 
     @property
     def cache(self) -> Path:
-        return self.path / "cache"
+        return self.path / CACHE
 
     @property
     def tracking_db(self) -> Path:
-        return self.path / "mlflow.db"
+        return self.path / TRACKING_DB
 
     @property
     def artifacts(self) -> Path:
-        return self.path / "mlartifacts"
+        return self.path / ARTIFACTS
 
 
 @dataclass(frozen=True)
@@ -103,13 +136,17 @@ class GridWorkspace:
             if cell_ids is None or cell_of(path.parent) in cell_ids
         )
 
+    def has_parts(self) -> bool:
+        """Whether any analysis has written a part here."""
+        return any(self.analyses.glob(f"*/{CELL_PARTITION}*/{PART}"))
+
     def cell_partitions(self, cell_id: str) -> list[Path]:
         """A cell's partition folders across every analysis."""
         return list(self.analyses.glob(f"*/{CELL_PARTITION}{cell_id}"))
 
     @property
     def summary(self) -> Path:
-        return self.path / "summary.parquet"
+        return self.path / SUMMARY
 
     @property
     def tune(self) -> Path:
@@ -133,7 +170,7 @@ class GridWorkspace:
     @property
     def lock(self) -> Path:
         """Held by the one launch or analyze that writes this grid (`gridlab.store.lock`)."""
-        return self.path / "launch.lock"
+        return self.path / LOCK
 
     @property
     def annotation(self) -> Path:
@@ -151,6 +188,13 @@ LAUNCH_MARKER = "gridlab-launch.json"  # in a Tune experiment: its cells, its ML
 # in a Tune experiment's storage: the HMAC of each state file Tune reads back on restore; not named *.json or
 # *.pkl, so Tune's restore never copies it into its staging folder (and never uploads a stale copy back)
 TUNE_SEAL = "gridlab-seal.hmac"
+TUNE_CHECKPOINT = "checkpoint_"  # Tune's checkpoint folders in a trial's folder (checkpoint_NNNNNN)
+SUMMARY = "summary.parquet"  # one row per cell and analysis
+CACHE = "cache"
+TRACKING_DB = "mlflow.db"
+ARTIFACTS = "mlartifacts"
+LOCK = "launch.lock"  # the grid's lock on this machine (`store.lock`)
+LEASE = "launch.lease"  # the grid's lease in the bucket, for results in object storage (`store.lease`)
 
 
 def cell_of(partition: PurePath) -> str:
@@ -166,4 +210,4 @@ def is_part(path: PurePath) -> bool:
 
 def shard_of(part: Path) -> int:
     """The shard index of a `part-NNNNN.parquet` file (`GridWorkspace.part`)."""
-    return int(part.stem.removeprefix("part-"))
+    return int(part.stem.removeprefix(PART.split("*")[0]))

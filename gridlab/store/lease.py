@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from urllib.parse import urlparse
 
 from gridlab.errors import GridlabError
+from gridlab.store.layout import LEASE
 
 TTL_S = 60.0
-LEASE = "launch.lease"
 
 
 class LeaseTaken(GridlabError):

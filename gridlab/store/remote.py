@@ -35,20 +35,20 @@ from urllib.parse import urlparse
 from pyarrow import fs as pafs
 
 from gridlab.errors import GridlabError
-from gridlab.store.layout import LAUNCH_MARKER
+from gridlab.store.layout import ARTIFACTS, CACHE, LAUNCH_MARKER, LEASE, LOCK, TRACKING_DB, TUNE_CHECKPOINT, CellFiles
 from gridlab.store.temporary import new_file
 
 SCHEMES = ("s3", "gs")
 MIRRORS_ENV = "GRIDLAB_MIRRORS"  # JSON {local folder: object-store URI} of the mirrors a process writes through
 MIRROR_DIR_ENV = "GRIDLAB_MIRROR_DIR"  # where local mirrors live (default ~/.cache/gridlab/mirror)
-LAST = ("metrics.json",)  # uploaded after the rest of a folder: its presence means the folder is complete
+LAST = (CellFiles.METRICS,)  # uploaded after the rest of a folder: its presence means the folder is complete
 # Entries of a results folder (or of a grid's folder) that are not mirrored: prepared datasets (rebuilt from
 # the data where needed), the default sqlite tracking store (a server's URI is the shared choice), the grid's
 # lock file (`store.lock`: one launch per grid on a machine) and its lease in the bucket (`store.lease`).
-LOCAL_ONLY = ("cache", "mlflow.db", "mlartifacts", "launch.lock", "launch.lease")
+LOCAL_ONLY = (CACHE, TRACKING_DB, ARTIFACTS, LOCK, LEASE)
 # Tune's checkpoints live in the store under tune/ (Tune writes and reads them there itself); a command never
 # needs a copy, so `pull` leaves them where they are.
-REMOTE_ONLY = "checkpoint_"
+REMOTE_ONLY = TUNE_CHECKPOINT
 
 
 def is_remote(location: str | os.PathLike) -> bool:

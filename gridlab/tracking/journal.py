@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from gridlab.store.atomic import write_json
-from gridlab.store.remote import portable, resolved
+from gridlab.store.layout import TrackingFiles
+from gridlab.store.store import Store
 
 
 class TrackingJournal:
@@ -33,18 +34,18 @@ class TrackingJournal:
         self.folder = folder
 
     def __getstate__(self) -> dict:  # saved with a Tune experiment: resolved again where it is restored
-        return {"folder": portable(self.folder)}
+        return {"folder": Store.portable(self.folder)}
 
     def __setstate__(self, state: dict) -> None:
-        self.folder = resolved(state["folder"])
+        self.folder = Store.resolved(state["folder"])
 
     @property
     def records(self) -> Path:
-        return self.folder / "journal.jsonl"
+        return self.folder / TrackingFiles.JOURNAL
 
     @property
     def sent_file(self) -> Path:
-        return self.folder / "sent.json"
+        return self.folder / TrackingFiles.SENT
 
     def append(self, record: dict[str, Any]) -> None:
         """Write the record, with an id of its own: a count is checked against the id of its last record."""

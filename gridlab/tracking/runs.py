@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gridlab.store.layout import CellFiles
-from gridlab.store.remote import portable, portable_tracking_uri, resolved, resolved_tracking_uri
+from gridlab.store.store import Store
 from gridlab.tracking.journal import TrackingJournal
 
 KIND_TAG = "gridlab.kind"
@@ -90,8 +90,8 @@ class Tracker:
             **self.__dict__,
             "_client": None,
             "_failed_at": None,
-            "tracking_uri": portable_tracking_uri(self.tracking_uri),
-            "artifact_root": None if self.artifact_root is None else portable(self.artifact_root),
+            "tracking_uri": Store.portable_tracking_uri(self.tracking_uri),
+            "artifact_root": None if self.artifact_root is None else Store.portable(self.artifact_root),
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -103,8 +103,8 @@ class Tracker:
                 "_store": None,
                 "_runs": {},
                 "_experiment_id": None,
-                "tracking_uri": resolved_tracking_uri(state["tracking_uri"]),
-                "artifact_root": None if artifacts is None else resolved(artifacts),
+                "tracking_uri": Store.resolved_tracking_uri(state["tracking_uri"]),
+                "artifact_root": None if artifacts is None else Store.resolved(artifacts),
             }
         )
 
@@ -144,7 +144,7 @@ class Tracker:
             if folder.is_relative_to(self.grid_folder)
             else {}
         )
-        self._record(op="finish", cell_id=cell_id, folder=portable(folder), **where)
+        self._record(op="finish", cell_id=cell_id, folder=Store.portable(folder), **where)
 
     def finish_published(self, published: dict[str, Path]) -> list[str]:
         """Finish the runs of published cells (cell id -> its model folder) whose finish was never recorded:
@@ -209,7 +209,7 @@ class Tracker:
                 return self.store
             except Exception:  # noqa: BLE001  the store does not answer: the count it last had, if any
                 self._failed_at = time.monotonic()
-        return self._store or self.journal.store_at(portable_tracking_uri(self.tracking_uri))
+        return self._store or self.journal.store_at(Store.portable_tracking_uri(self.tracking_uri))
 
     def _send_unsent(self, retry: bool) -> None:
         """Send the journal's unsent records in order. After a failure, sending is tried again only
@@ -218,7 +218,7 @@ class Tracker:
         if self._failed_at is not None and not retry and time.monotonic() - self._failed_at < RETRY_SECONDS:
             return
         try:
-            store, uri = self.store, portable_tracking_uri(self.tracking_uri)
+            store, uri = self.store, Store.portable_tracking_uri(self.tracking_uri)
             for position, (index, record) in enumerate(self.journal.unsent(store)):
                 skipped = False
                 try:
@@ -270,7 +270,7 @@ class Tracker:
                 self.client.log_batch(run, metrics=metrics)
         elif op == "finish":
             run = self._cell_run(record["cell_id"])
-            folder = self.grid_folder / record["in_grid"] if "in_grid" in record else resolved(record["folder"])
+            folder = self.grid_folder / record["in_grid"] if "in_grid" in record else Store.resolved(record["folder"])
             self._backfill(run, folder / CellFiles.HISTORY)
             for name in (CellFiles.CONFIG, CellFiles.METRICS, CellFiles.HISTORY, CellFiles.DATA):
                 if (folder / name).is_file():
@@ -403,7 +403,7 @@ class Tracker:
             if store is None:
                 store = uuid.uuid4().hex
                 self.client.set_experiment_tag(self.experiment_id, STORE_TAG, store)
-                self.journal.adopt(store, portable_tracking_uri(self.tracking_uri))
+                self.journal.adopt(store, Store.portable_tracking_uri(self.tracking_uri))
             self._store = store
         return self._store
 

@@ -28,7 +28,7 @@ import pytest
 import yaml
 from ray.autoscaler.tags import NODE_KIND_HEAD, TAG_RAY_NODE_KIND
 
-from gridlab.store.remote import Mirror
+from gridlab.store.store import Store
 from tests.cluster.local_nodes import end_processes
 from tests.execution.conftest import write_grid
 from tests.object_store import ObjectStore
@@ -164,7 +164,7 @@ def test_ray_up_runs_a_grid_against_s3_and_ray_down_ends_it(object_store: Object
         output = _run(submitted, client, 900, cwd=job)
         assert "succeeded" in output, output[-4000:]
 
-        filesystem = Mirror.of(object_store.uri("runs")).filesystem
+        filesystem = Store.of(object_store.uri("runs")).filesystem
         rows = pd.read_parquet(f"{object_store.bucket}/runs/g/analyses/permutation", filesystem=filesystem)
         assert len(rows) == 32
         pd.testing.assert_frame_equal(

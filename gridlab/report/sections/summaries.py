@@ -14,12 +14,13 @@ from __future__ import annotations
 from gridlab.report.artifacts import Artifact, SectionOutput, Table
 from gridlab.report.sections import Section
 from gridlab.report.stats import configuration_axes, constant_axes, grouping_axes
+from gridlab.store.layout import SUMMARY
 
 
 def build(inputs) -> SectionOutput:
     summary = inputs.summary
     if summary is None or summary.empty:
-        return SectionOutput([], ["summaries: no summary.parquet yet (written by `gridlab launch` and `analyze`)"])
+        return SectionOutput([], [f"summaries: no {SUMMARY} yet (written by `gridlab launch` and `analyze`)"])
     cells = inputs.cells  # one row per trained cell: its axes and the settings that vary in the grid
     configuration = cells[[c for c in ("cell_id", *configuration_axes(cells), "seed") if c in cells.columns]]
     tables: list[Artifact] = []
@@ -42,7 +43,7 @@ def build(inputs) -> SectionOutput:
                 f"{analysis_id}: per-model summary",
                 frame,
                 caption=f"One row per trained cell{f' ({constant})' if constant else ''}; "
-                "the numbers of the analysis's `summarize`, as summary.parquet holds them.",
+                f"the numbers of the analysis's `summarize`, as {SUMMARY} holds them.",
             )
         )
     return SectionOutput(tables)
