@@ -143,10 +143,12 @@ def test_a_driver_killed_as_its_fit_begins_leaves_a_grid_that_finishes(tmp_path:
     either resumes the sealed experiment or leaves the unsealed one; it is never refused."""
     path = write_grid(tmp_path, **SETTINGS)
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    tuner = tmp_path / "runs" / "g" / "tune" / "launch-001" / "tuner.pkl"
+    experiment = tmp_path / "runs" / "g" / "tune" / "launch-001"
     driver = start_launch(path, env)
     deadline = time.monotonic() + 300
-    while not tuner.is_file():
+    # Tune writes tuner.pkl as the Tuner is made, a moment before gridlab's marker makes the folder a launch (a
+    # folder without one is no launch: a relaunch trains in a new one); the fit, and its first save, come after.
+    while not ((experiment / "tuner.pkl").is_file() and (experiment / LAUNCH_MARKER).is_file()):
         assert driver.poll() is None, driver.stdout.read()
         assert time.monotonic() < deadline, "no Tune experiment within 300 s"
         time.sleep(0.005)
