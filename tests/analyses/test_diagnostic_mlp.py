@@ -114,6 +114,6 @@ def test_selection_never_reads_the_test_split(trained):
 
 def test_registered_for_flat_models_only():
     applies = ANALYSES["diagnostic_mlp"].applies
-    assert applies({"dataset": "synthetic", "architecture": "flat"})
-    assert not applies({"dataset": "synthetic", "architecture": "han"})
-    assert not applies({"dataset": "snli", "architecture": "pair"})
+    assert applies(CellConfig(dataset="synthetic", architecture="flat"))
+    assert not applies(CellConfig(dataset="synthetic", architecture="han"))
+    assert not applies(CellConfig(dataset="snli", architecture="pair"))
