@@ -225,7 +225,7 @@ def analysis_folders(package: str) -> list[str]:
 
 
 def computation(folder: str) -> Callable[[str], object]:
-    """An analysis folder's module `__getattr__`: a name its declaration does not define (`run`, `SCHEMA`) comes
+    """An analysis folder's module `__getattr__`: a name its declaration does not define (`run`, `VERSION`) comes
     from its `compute` module, imported on first use. Importing the folder stays torch-free, and code written
     before the split (`gridlab.analyses.permutation.run`, as ../shared/perf-peers calls it) keeps working."""
 
