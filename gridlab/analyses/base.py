@@ -78,33 +78,39 @@ each column of its `schema`."""
 
 
 class Analysis(ABC, Generic[P]):
-    """One analysis: its declaration (`info`: id, parameters, scope, the cells it applies to, from its
-    folder's `__init__.py`, torch-free so that validation, planning and reports need no torch), the columns
-    it writes, and the functions that compute and summarise them. Subclass one of the three kinds below,
-    once, in the folder's `compute.py` (the registry finds it there); mypy checks each bound function
-    against the kind's signatures, with `P` the analysis's parameter class.
+    """One analysis: its declaration (`info`: id, parameters, scope, the cells it applies to, the columns
+    it writes and the names its summary has, from its folder's `__init__.py`, torch-free so that validation,
+    planning and reports need no torch), and the functions that compute and summarise them. Subclass one of
+    the three kinds below, once, in the folder's `compute.py` (the registry finds it there); mypy checks
+    each bound function against the kind's signatures, with `P` the analysis's parameter class.
 
         class Permutation(InstanceAnalysis[PermutationParams]):   # gridlab/analyses/permutation/compute.py
             info = INFO                                           # from gridlab.analyses.permutation
-            schema, version = SCHEMA, VERSION
+            version = VERSION
             run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)
     """
 
     scope: ClassVar[Scope]
     info: ClassVar[AnalysisInfo]
-    schema: ClassVar[pa.Schema]  # its own columns; the runner adds the common ones (results/parts.py)
+    schema: ClassVar[pa.Schema]  # `info.rows`, set from the declaration; the runner adds the common columns
     version: ClassVar[int]  # written to every row (`analysis_version`): bump it when its numbers change
 
     @staticmethod
     @abstractmethod
     def summarize(rows: pd.DataFrame) -> dict[str, float]:
-        """One model's rows -> its summary numbers (`<analysis>.<name>` in summary.parquet and MLflow)."""
+        """One model's rows -> its summary numbers (`<analysis>.<name>` in summary.parquet and MLflow), each
+        under a name of `info.summary_columns`, absent where nothing was measured."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         info = cls.__dict__.get("info")
-        if info is not None and info.scope != cls.scope:
+        if info is None:
+            return
+        if info.scope != cls.scope:
             raise TypeError(f"{cls.__name__}: analysis {info.id} is declared with scope {info.scope}, not {cls.scope}")
+        if "schema" in cls.__dict__:  # one place says what the rows hold: the declaration
+            raise TypeError(f"{cls.__name__}: analysis {info.id}'s columns are its declaration's rows, not its own")
+        cls.schema = info.rows
 
 
 class InstanceAnalysis(Analysis[P]):

@@ -6,17 +6,24 @@ them; a plug-in package of the same shape is added with `add_package` (docs/anal
 
     >>> ANALYSES["permutation"].params(n=50).n
     50
+    >>> ANALYSES["permutation"].rows.names
+    ['tvd_median', 'tvd_mean', 'tvd_max']
+    >>> ANALYSES["layer_permutation"].summarised("accuracy_2_layers")
+    True
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Literal, get_args
 
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gridlab.config.schema import CellConfig
@@ -112,10 +119,33 @@ class AnalysisInfo:
     # grid scope only: whom a cell is compared with. The planner waits for a cell's peers to train, and a
     # retrained cell's peers lose their rows of this analysis (they compared against the old model)
     peers: PeerRule | None = None
+    # its own columns, one value per row (the runner adds the common ones, results/parts.py)
+    rows: pa.Schema = field(kw_only=True)
+    # the names its per-model summary may have (`<id>.<name>` in summary.parquet and MLflow), each measured or
+    # absent; a `{field}` in a name stands for a whole number read from the parameters or the rows (a class,
+    # a k, a layer count)
+    summary_columns: tuple[str, ...] = field(kw_only=True)
 
     def __post_init__(self) -> None:
         if (self.scope == "grid") != (self.peers is not None):
             raise ValueError(f"analysis {self.id}: a grid-scope analysis, and only one, says who its peers are")
+        if not isinstance(self.rows, pa.Schema):
+            raise ValueError(f"analysis {self.id}: rows must be a pyarrow schema, not {type(self.rows).__name__}")
+        if not self.summary_columns or isinstance(self.summary_columns, str):
+            raise ValueError(f"analysis {self.id}: summary_columns must be a non-empty tuple of names")
+
+    def summarised(self, name: str) -> bool:
+        """Whether `name` is one of the summary's declared columns."""
+        return self.summary_column(name) is not None
+
+    def summary_column(self, name: str) -> str | None:
+        """The declared column that `name` is (itself, or the template whose `{field}`s it fills with whole
+        numbers: `accuracy_2_layers` is `accuracy_{layers}_layers`); None for a name not declared."""
+        return next((column for column, pattern in self._summary_patterns if pattern.fullmatch(name)), None)
+
+    @cached_property
+    def _summary_patterns(self) -> list[tuple[str, re.Pattern[str]]]:
+        return [(c, re.compile(re.sub(r"\\\{\w+\\\}", r"\\d+", re.escape(c)))) for c in self.summary_columns]
 
 
 class Declarations(Mapping[str, AnalysisInfo]):
@@ -195,7 +225,7 @@ def analysis_folders(package: str) -> list[str]:
 
 
 def computation(folder: str) -> Callable[[str], object]:
-    """An analysis folder's module `__getattr__`: a name its declaration does not define (`run`, `SCHEMA`) comes
+    """An analysis folder's module `__getattr__`: a name its declaration does not define (`run`, `VERSION`) comes
     from its `compute` module, imported on first use. Importing the folder stays torch-free, and code written
     before the split (`gridlab.analyses.permutation.run`, as ../shared/perf-peers calls it) keeps working."""
 

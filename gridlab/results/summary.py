@@ -1,6 +1,7 @@
 """Per-model summaries of the analysis rows: one row per cell in `results_dir/<grid>/summary.parquet`
 (the cell's axes, then `<analysis>.<metric>` columns), and the same numbers as metrics on the cell's
-MLflow run. Each analysis module's `summarize(rows)` defines its own numbers (medians, flip shares, ...).
+MLflow run. Each analysis module's `summarize(rows)` defines its own numbers (medians, flip shares, ...), under
+the names its declaration lists (`AnalysisInfo.summary_columns`); a name it does not list is refused.
 
     >>> frame = write_summary(expanded)          # reads the Parquet parts, writes summary.parquet
 """
@@ -12,7 +13,10 @@ import math
 import pandas as pd
 import pyarrow as pa
 
+from gridlab.analyses.base import Analysis
 from gridlab.analyses.registry import IMPLEMENTATIONS
+from gridlab.catalog.analyses import ANALYSES
+from gridlab.errors import BadInput
 from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.parts import AXES, read_parts, write_part
 from gridlab.store.models import ModelStore
@@ -29,7 +33,7 @@ def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
         for cell_id, cell_rows in rows.groupby("cell_id"):
             summary = by_cell.setdefault(cell_id, {})
             summary[f"{analysis_id}.instances"] = float(len(cell_rows))
-            summary.update({f"{analysis_id}.{k}": v for k, v in analysis.summarize(cell_rows).items()})
+            summary.update({f"{analysis_id}.{k}": v for k, v in declared_summary(analysis, cell_rows).items()})
     configs = {c.id: c.config for c in grid.cells}
     records = [
         {
@@ -42,6 +46,20 @@ def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
         if cell_id in configs
     ]
     return pd.DataFrame.from_records(records)
+
+
+def declared_summary(analysis: type[Analysis], rows: pd.DataFrame) -> dict[str, float]:
+    """`analysis.summarize(rows)`, checked against its declaration: reports and notebooks read the summary's
+    columns from the declarations, so a number under a name they do not know would go unseen."""
+    summary = analysis.summarize(rows)
+    undeclared = sorted(name for name in summary if not analysis.info.summarised(name))
+    if undeclared:
+        folder = ANALYSES.package(analysis.info.id).replace(".", "/")
+        raise BadInput(
+            f"{folder}/__init__.py: summary_columns: expected every name {analysis.info.id}'s summary has, "
+            f"missing {', '.join(undeclared)}"
+        )
+    return summary
 
 
 def write_summary(grid: ExpandedGrid) -> pd.DataFrame:

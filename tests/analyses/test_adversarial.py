@@ -85,7 +85,7 @@ def analyse(
 
 
 def assert_same(columns: dict[str, np.ndarray], expected: dict[str, np.ndarray], atol: float = 1e-4) -> None:
-    assert list(columns) == list(expected) == adversarial.SCHEMA.names
+    assert list(columns) == list(expected) == adversarial.INFO.rows.names
     for name in ("jsd_eps_max", "tvd_at_jsd"):
         np.testing.assert_allclose(columns[name], expected[name], rtol=0, atol=atol, err_msg=name)
     for name in ("steps_run", "n_within_eps"):
@@ -99,7 +99,7 @@ def assert_same(columns: dict[str, np.ndarray], expected: dict[str, np.ndarray],
 
 
 def check_invariants(columns: dict[str, np.ndarray], lengths: list[int], params: AdversarialParams, eps: float) -> None:
-    assert [columns[f.name].dtype for f in adversarial.SCHEMA] == [
+    assert [columns[f.name].dtype for f in adversarial.INFO.rows] == [
         np.float64,
         np.float64,
         np.int64,

@@ -126,8 +126,8 @@ def test_the_base_side_of_pair_and_hierarchical_models(dataset, architecture, da
 
 
 def test_rows_follow_the_schema_and_bounds(rows, trained):
-    table = pa.Table.from_pydict(rows, schema=adversarial_model.SCHEMA)  # raises on a missing or mistyped column
-    assert table.column_names == adversarial_model.SCHEMA.names and rows["variant"] == ["frozen", "unfrozen"]
+    table = pa.Table.from_pydict(rows, schema=adversarial_model.INFO.rows)  # raises on a missing or mistyped column
+    assert table.column_names == adversarial_model.INFO.rows.names and rows["variant"] == ["frozen", "unfrozen"]
     for i in range(2):
         assert 0.0 <= rows["jsd_median"][i] <= LN2 and 0.0 <= rows["jsd_mean"][i] <= LN2
         assert 0.0 <= rows["tvd_mean"][i] <= 1.0 and 0.0 <= rows["accuracy"][i] <= 1.0

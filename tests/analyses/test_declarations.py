@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from gridlab.catalog.analyses import ANALYSES, AnalysisInfo, Declarations, NoParams, analysis_folders
@@ -62,7 +63,8 @@ def write(root: Path, package: str, folder: str, declaration: str) -> None:
     (root / package / folder / "compute.py").write_text("")
 
 
-IMPORTS = "from gridlab.catalog.analyses import AnalysisInfo, NoParams\n"
+IMPORTS = "import pyarrow as pa\nfrom gridlab.catalog.analyses import AnalysisInfo, NoParams\n"
+HOLDS = 'rows=pa.schema([("x", pa.float64())]), summary_columns=("x_mean",)'  # what a toy's rows and summary hold
 
 
 @pytest.mark.parametrize(
@@ -70,10 +72,13 @@ IMPORTS = "from gridlab.catalog.analyses import AnalysisInfo, NoParams\n"
     [
         ("", "bad_plugin_0.toy/__init__.py: expected INFO, the analysis's AnalysisInfo"),
         (
-            IMPORTS + 'INFO = AnalysisInfo("other", "x", NoParams, "instance")',
+            IMPORTS + f'INFO = AnalysisInfo("other", "x", NoParams, "instance", {HOLDS})',
             "bad_plugin_1.toy/__init__.py: INFO.id is 'other', expected its folder's name",
         ),
-        (IMPORTS + 'INFO = AnalysisInfo("toy", "x", NoParams, "grid")', "analysis toy: a grid-scope analysis"),
+        (
+            IMPORTS + f'INFO = AnalysisInfo("toy", "x", NoParams, "grid", {HOLDS})',
+            "analysis toy: a grid-scope analysis",
+        ),
     ],
 )
 def test_a_malformed_plugin_folder_is_refused(plugin_root: Path, declaration: str, error: str, request):
@@ -89,7 +94,7 @@ def test_a_plugin_cannot_take_a_built_in_id(plugin_root: Path):
         plugin_root,
         "bad_plugin_taken",
         "permutation",
-        IMPORTS + 'INFO = AnalysisInfo("permutation", "x", NoParams, "instance")',
+        IMPORTS + f'INFO = AnalysisInfo("permutation", "x", NoParams, "instance", {HOLDS})',
     )
     catalog = Declarations("gridlab.analyses")
     with pytest.raises(
@@ -100,4 +105,38 @@ def test_a_plugin_cannot_take_a_built_in_id(plugin_root: Path):
 
 def test_only_grid_scope_names_peers():
     with pytest.raises(ValueError, match="a grid-scope analysis, and only one, says who its peers are"):
-        AnalysisInfo("toy", "x", NoParams, "instance", peers=lambda configs: {})
+        AnalysisInfo("toy", "x", NoParams, "instance", peers=lambda configs: {}, rows=ROWS, summary_columns=("x",))
+
+
+ROWS = pa.schema([("x", pa.float64())])
+
+
+@pytest.mark.parametrize(
+    ("holds", "error"),
+    [
+        ({"rows": ["x"], "summary_columns": ("x",)}, "analysis toy: rows must be a pyarrow schema, not list"),
+        ({"rows": ROWS, "summary_columns": ()}, "analysis toy: summary_columns must be a non-empty tuple of names"),
+        ({"rows": ROWS, "summary_columns": "x_mean"}, "analysis toy: summary_columns must be a non-empty tuple"),
+    ],
+)
+def test_a_declaration_says_what_its_rows_and_summary_hold(holds: dict, error: str):
+    with pytest.raises(ValueError, match=re.escape(error)):
+        AnalysisInfo("toy", "x", NoParams, "instance", **holds)
+
+
+def test_every_declaration_holds_its_rows_and_summary_names():
+    """Torch-free: the columns each analysis writes and the names its summary has, each name once."""
+    for info in ANALYSES.values():
+        assert isinstance(info.rows, pa.Schema) and len(info.rows) >= 1, info.id
+        assert len(set(info.summary_columns)) == len(info.summary_columns) >= 1, info.id
+    permutation = ANALYSES["permutation"]
+    assert permutation.rows.names == ["tvd_median", "tvd_mean", "tvd_max"]
+    assert permutation.summary_column("tvd_max_max") == "tvd_max_max" and not permutation.summarised("tvd_max")
+
+
+def test_a_field_of_a_summary_name_stands_for_a_whole_number():
+    layers, correlation = ANALYSES["layer_permutation"], ANALYSES["importance_correlation"]
+    assert layers.summary_column("accuracy_12_layers") == "accuracy_{layers}_layers"
+    assert not layers.summarised("accuracy_x_layers") and not layers.summarised("accuracy__layers")
+    assert correlation.summary_column("sig_loo_class3") == "sig_loo_class{k}"
+    assert correlation.summary_column("sig_loo") == "sig_loo" and not correlation.summarised("sig_loo_class")

@@ -80,8 +80,8 @@ def test_macro_f1_by_hand():
 
 
 def test_rows_follow_the_schema_and_bounds(rows, trained):
-    table = pa.Table.from_pydict(rows, schema=diagnostic_mlp.SCHEMA)
-    assert table.column_names == diagnostic_mlp.SCHEMA.names
+    table = pa.Table.from_pydict(rows, schema=diagnostic_mlp.INFO.rows)
+    assert table.column_names == diagnostic_mlp.INFO.rows.names
     assert rows["variant"] == ["uniform", "learned", "base"] and rows["instances"] == [80] * 3
     for column in ("accuracy", "f1_macro", "dev_accuracy"):
         assert all(0.0 <= v <= 1.0 for v in rows[column])
@@ -114,6 +114,6 @@ def test_selection_never_reads_the_test_split(trained):
 
 def test_registered_for_flat_models_only():
     applies = ANALYSES["diagnostic_mlp"].applies
-    assert applies({"dataset": "synthetic", "architecture": "flat"})
-    assert not applies({"dataset": "synthetic", "architecture": "han"})
-    assert not applies({"dataset": "snli", "architecture": "pair"})
+    assert applies(CellConfig(dataset="synthetic", architecture="flat"))
+    assert not applies(CellConfig(dataset="synthetic", architecture="han"))
+    assert not applies(CellConfig(dataset="snli", architecture="pair"))

@@ -116,8 +116,8 @@ def test_run_equals_the_per_instance_reference(synthetic, rows, encoder, setting
     ctx = context(model, rankings=rankings, ig_steps=16)
     run = eraser.run(ctx, forward_once(model, batch))
     reference = eraser.reference(ctx, forward_once(model, batch))
-    assert set(run) == set(reference) == set(eraser.SCHEMA.names)
-    for name in eraser.SCHEMA.names:
+    assert set(run) == set(reference) == set(eraser.INFO.rows.names)
+    for name in eraser.INFO.rows.names:
         for a, b in zip(run[name], reference[name]):
             assert (a is None) == (b is None), name
             if a is not None:
@@ -142,7 +142,7 @@ def test_rows_do_not_depend_on_the_batch(synthetic, rows):
         eraser.run(ctx, forward_once(model, collate({k: v[part] for k, v in rows.items()})))
         for part in (slice(0, 4), slice(4, None))
     ]
-    for name in eraser.SCHEMA.names:
+    for name in eraser.INFO.rows.names:
         joined = [*halves[0][name], *halves[1][name]]
         for a, b in zip(whole[name], joined):
             assert (a is None) == (b is None), name
@@ -167,7 +167,7 @@ def test_the_rows_write_and_summarize(synthetic, rows, tmp_path: Path):
         pred=shared.pred.numpy(),
         max_attention=shared.alpha.max(-1).values.numpy(),
     )
-    table = rows_table(common, columns, eraser.SCHEMA)
+    table = rows_table(common, columns, eraser.INFO.rows)
     assert isinstance(table, pa.Table) and table.num_rows == len(rows["ids"])
     frame = table.to_pandas()
     summary = eraser.summarize(frame)

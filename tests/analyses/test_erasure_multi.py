@@ -66,7 +66,7 @@ def as_lists(columns: dict[str, np.ndarray]) -> dict[str, list]:
 
 
 def check_invariants(columns: dict[str, np.ndarray], lengths: list[int], limit: int) -> None:
-    assert list(columns) == erasure_multi.SCHEMA.names
+    assert list(columns) == erasure_multi.INFO.rows.names
     for name in NAMES:
         for removed, frac, t in zip(columns[f"removed_{name}"], columns[f"frac_{name}"], lengths):
             assert (removed is None) == (frac is None)
@@ -178,8 +178,8 @@ def test_schema_and_parameters(picked):
     model = model_for(picked, "cnn", "dot", "softmax")
     batch = collate(picked["rows"])
     columns, _ = analyse(model, batch, ErasureMultiParams(rankings=["gradient"], exact_max_len=0))
-    table = pa.table({f.name: pa.array(columns[f.name], f.type, from_pandas=False) for f in erasure_multi.SCHEMA})
-    assert table.schema == erasure_multi.SCHEMA and table.num_rows == batch.size
+    table = pa.table({f.name: pa.array(columns[f.name], f.type, from_pandas=False) for f in erasure_multi.INFO.rows})
+    assert table.schema == erasure_multi.INFO.rows and table.num_rows == batch.size
     assert table.column("removed_gradient").null_count < batch.size
     unrequested = [name for name in table.column_names if not name.endswith(("_gradient", "measured"))]  # exact: 0
     assert all(table.column(name).null_count == batch.size for name in unrequested)

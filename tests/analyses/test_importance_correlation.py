@@ -94,7 +94,7 @@ def assert_columns_close(a: dict, b: dict) -> None:
     """Equal taus and p-values: they are functions of the tie-ranked vectors (`gridlab.analyses.ranking`), which
     agree wherever the importances agree up to float noise, repeated tokens under order-free encoders included
     (1e-12: the only slack is scipy's arithmetic on equal ranks)."""
-    assert set(a) == set(b) == set(importance_correlation.SCHEMA.names)
+    assert set(a) == set(b) == set(importance_correlation.INFO.rows.names)
     for name, values in a.items():
         assert [v is None for v in values] == [v is None for v in b[name]], name
         np.testing.assert_allclose(as_float(values), as_float(b[name]), rtol=0, atol=1e-12, err_msg=name)
@@ -337,8 +337,8 @@ def test_single_item_instances_are_null_and_their_deletion_is_the_empty_input(da
     rows = {"ids": [[5], [5, 6, 7]], "label": [0, 1], "instance_id": [0, 1]}
     shared = forward_once(model, collate(rows))
     columns = importance_correlation.run(context(model), shared)
-    assert all(columns[name][0] is None for name in importance_correlation.SCHEMA.names)
-    assert all(isinstance(columns[name][1], float) for name in importance_correlation.SCHEMA.names)
+    assert all(columns[name][0] is None for name in importance_correlation.INFO.rows.names)
+    assert all(isinstance(columns[name][1], float) for name in importance_correlation.INFO.rows.names)
     with torch.no_grad():
         empty = torch.softmax(model(collate({"ids": [[]], "label": [0], "instance_id": [0]})), -1)[0]
     d = leave_one_out(model, shared.batch, shared)

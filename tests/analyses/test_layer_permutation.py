@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import pandas as pd
 import pytest
 import torch
 
@@ -47,6 +48,9 @@ def test_rows_per_depth_match_the_oracle_and_the_plain_model(trained):
         assert accuracy == pytest.approx(layer_permutation.reference_accuracy(context, data, k))  # padding-free
     assert rows["delta"][0] == 0.0 and rows == layer_permutation.run_model(context, data)
     assert layer_permutation.self_attention(model).override is None  # restored
+    summary = layer_permutation.summarize(pd.DataFrame(rows))  # one declared name per depth
+    assert {layer_permutation.INFO.summary_column(name) for name in summary} == {"accuracy_{layers}_layers"}
+    assert sorted(summary) == ["accuracy_0_layers", "accuracy_1_layers", "accuracy_2_layers"]
 
 
 def test_permuted_attention_stays_on_the_real_keys(trained):

@@ -181,7 +181,7 @@ def test_erasing_all_mass_uses_the_zero_context():
 def test_single_token_instances_are_null_for_erasure_and_zero_for_permutation():
     model, shared = toy_pass([[4], [4, 5], [5]])
     columns = erasure_single.run(context(model), shared)
-    assert set(columns) == set(erasure_single.SCHEMA.names)
+    assert set(columns) == set(erasure_single.INFO.rows.names)
     for name, values in columns.items():
         assert values.dtype == object and values[0] is None and values[2] is None, name
         assert values[1] is not None, name
@@ -251,7 +251,7 @@ def test_run_equals_reference_and_bounds(data, encoder, alignment, projection):
     shared = pass_of(model, picked(data))
     for module, ctx in analyses(model):
         columns = module.run(ctx, shared)
-        assert set(columns) == set(module.SCHEMA.names)
+        assert set(columns) == set(module.INFO.rows.names)
         assert all(len(v) == shared.batch.size for v in columns.values())
         assert_rows_close(columns, module.reference(ctx, shared), atol=1e-6)
     tvds = permutation.run(analyses(model)[0][1], shared)

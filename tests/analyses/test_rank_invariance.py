@@ -56,7 +56,7 @@ RANKING_ANALYSES = {  # every analysis that ranks importances, with its paramete
     rationale_recovery.ID: (rationale_recovery, RationaleRecoveryParams()),
 }
 CONTINUOUS = {  # columns that are not derived from ranks -> their absolute tolerance
-    **{name: FLOAT_ATOL for name in sparsity_importance.SCHEMA.names if name.startswith("entropy")},
+    **{name: FLOAT_ATOL for name in sparsity_importance.INFO.rows.names if name.startswith("entropy")},
     "entropy_dy_x": TVD_ENTROPY_ATOL,
     "entropy_dy_h": TVD_ENTROPY_ATOL,
     **{name: FLOAT_ATOL for name in ("js_top", "js_rand", "delta_js", "delta_alpha")},

@@ -111,8 +111,8 @@ def test_run_equals_the_per_instance_reference(synthetic, rows, encoder):
     batch = collate(rows)
     run = ranking_agreement.run(ctx, forward_once(model, batch))
     reference = ranking_agreement.reference(ctx, forward_once(model, batch))
-    assert set(run) == set(reference) == set(ranking_agreement.SCHEMA.names)
-    for name in ranking_agreement.SCHEMA.names:
+    assert set(run) == set(reference) == set(ranking_agreement.INFO.rows.names)
+    for name in ranking_agreement.INFO.rows.names:
         for a, b in zip(run[name], reference[name]):
             assert (a is None) == (b is None), name
             if a is not None:
@@ -124,7 +124,7 @@ def test_run_equals_the_per_instance_reference(synthetic, rows, encoder):
 
 
 def test_summarize_averages_each_pair():
-    frame = pd.DataFrame({name: [None, None] for name in ranking_agreement.SCHEMA.names})
+    frame = pd.DataFrame({name: [None, None] for name in ranking_agreement.INFO.rows.names})
     frame["tau__attention__gradient"] = [0.5, None]
     frame["overlap__attention__gradient"] = [1.0, 0.0]
     summary = ranking_agreement.summarize(frame)

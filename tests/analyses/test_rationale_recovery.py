@@ -84,7 +84,7 @@ def context(model, **params) -> AnalysisContext:
 
 
 def assert_columns_equal(actual: dict, expected: dict) -> None:
-    assert set(actual) == set(expected) == set(rationale_recovery.SCHEMA.names)
+    assert set(actual) == set(expected) == set(rationale_recovery.INFO.rows.names)
     for name, values in actual.items():
         assert len(values) == len(expected[name]), name
         for a, b in zip(values, expected[name]):
@@ -246,9 +246,9 @@ def test_columns_write_with_the_schema_and_summarize(synthetic, rows):
     table = pa.table(
         {
             field.name: pa.array(columns[field.name].tolist(), field.type, from_pandas=False)
-            for field in rationale_recovery.SCHEMA
+            for field in rationale_recovery.INFO.rows
         },
-        schema=rationale_recovery.SCHEMA,
+        schema=rationale_recovery.INFO.rows,
     )
     frame = table.to_pandas()
     summary = rationale_recovery.summarize(frame)

@@ -2,7 +2,8 @@
 value is a null), bounds (TVD in [0, 1], JSD in [0, ln 2], tau in [-1, 1], fractions in (0, 1]), identical
 rows for the same seed, and the same rows whether the instances run as 1 shard or as 3; and a summary that
 holds only what was measured: asked for a subset of its variants (two rankings, one mode), no entry names
-the others, no value is NaN, and no rows give no numbers (not zeros)."""
+the others, no value is NaN, and no rows give no numbers (not zeros); and a summary whose names are the ones
+its declaration lists, each of them there unless the cell cannot measure it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import torch
 
 from gridlab.analyses.base import GridAnalysis, InstanceAnalysis, ModelAnalysis
 from gridlab.analyses.registry import IMPLEMENTATIONS
-from gridlab.catalog.analyses import ANALYSES, RANKINGS
+from gridlab.catalog.analyses import ANALYSES, RANKINGS, ranking_applies
 from gridlab.config.schema import CellConfig, ModelConfig
 from gridlab.data.batching import iterate_batches
 from gridlab.data.catalog import DATASETS
@@ -240,6 +241,32 @@ def test_a_summary_names_only_what_was_asked_for(asked_for_a_subset, analysis_id
     if analysis_id == "importance_correlation":  # per predicted class: only the classes predicted
         classes = {int(m.group(1)) for k in summary if (m := re.search(r"_class(\d+)$", k))}
         assert classes == set(rows["pred"].astype(int))
+
+
+# What a classifier cell of the toy grid cannot measure, besides the rankings not asked for or not applicable
+UNMEASURABLE = {"attention_ablation": ["bleu"]}  # a classifier has accuracies, a translation model BLEU
+
+
+@pytest.mark.parametrize("analysis_id", PER_INSTANCE + PER_MODEL)
+def test_a_summary_has_exactly_the_declared_columns(trained_store, one_shard, analysis_id: str):
+    """On the tiny rows, every summary name is declared, and every declared name is there but for what this
+    cell cannot measure: a ranking not asked for or not applicable to its encoder, another task's metric."""
+    info, rows = ANALYSES[analysis_id], one_shard[analysis_id]
+    summary = IMPLEMENTATIONS[analysis_id].summarize(rows)
+    assert summary and [k for k in summary if not info.summarised(k)] == []
+    config = CellConfig(dataset="synthetic", encoder=str(rows["encoder"].iloc[0]))
+    asked = getattr(info.params(**FAST.get(analysis_id, {})), "rankings", RANKINGS)
+    unmeasurable = [r for r in RANKINGS if r not in asked or not ranking_applies(r, config)]
+    unmeasurable += UNMEASURABLE.get(analysis_id, [])
+    absent = set(info.summary_columns) - {info.summary_column(k) for k in summary}
+    assert sorted(d for d in absent if not any(names(d, word) for word in unmeasurable)) == [], summary
+    assert len(absent) < len(info.summary_columns)
+
+
+@pytest.mark.parametrize("analysis_id", PER_INSTANCE + PER_MODEL)
+def test_a_summary_of_a_subset_is_declared(asked_for_a_subset, analysis_id: str):
+    summary = IMPLEMENTATIONS[analysis_id].summarize(asked_for_a_subset[analysis_id])
+    assert summary and all(ANALYSES[analysis_id].summarised(k) for k in summary), summary
 
 
 @pytest.mark.parametrize("analysis_id", sorted(IMPLEMENTATIONS))

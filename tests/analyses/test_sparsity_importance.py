@@ -72,7 +72,7 @@ def assert_columns_close(a: dict, b: dict, atol: float = 1e-5) -> None:
     the tie-ranked vectors (`gridlab.analyses.ranking`), so float noise between computations (batched splice,
     reference loop, batch width) cannot move them, not even where deleting either copy of a repeated token
     ("1 1" in these rows) gives mathematically equal outputs."""
-    assert set(a) == set(b) == set(sparsity_importance.SCHEMA.names)
+    assert set(a) == set(b) == set(sparsity_importance.INFO.rows.names)
     for name, values in a.items():
         assert [v is None for v in values] == [v is None for v in b[name]], name
         tolerance = 1e-12 if name.startswith("tau") else atol
@@ -258,9 +258,9 @@ def test_sampled_positions_equal_the_reference_and_every_position_where_none_is_
 
 
 def test_summarize_means_defined_values():
-    frame = pd.DataFrame({name: [0.2, None, 0.4] for name in sparsity_importance.SCHEMA.names})
+    frame = pd.DataFrame({name: [0.2, None, 0.4] for name in sparsity_importance.INFO.rows.names})
     summary = summarize(frame)
-    assert set(summary) == {f"{name}_mean" for name in sparsity_importance.SCHEMA.names}
+    assert set(summary) == {f"{name}_mean" for name in sparsity_importance.INFO.rows.names}
     assert all(value == pytest.approx(0.3) for value in summary.values())
 
 

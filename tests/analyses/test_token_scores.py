@@ -64,8 +64,8 @@ def scored(datasets, architecture: str, how=token_scores.run, count: int = COUNT
 def test_run_matches_reference(datasets, architecture: str):
     columns, *_ = scored(datasets, architecture)
     expected, *_ = scored(datasets, architecture, how=token_scores.reference)
-    assert set(columns) == set(expected) == set(token_scores.SCHEMA.names)
-    for name in token_scores.SCHEMA.names:
+    assert set(columns) == set(expected) == set(token_scores.INFO.rows.names)
+    for name in token_scores.INFO.rows.names:
         for ours, oracle in zip(columns[name], expected[name]):
             if isinstance(ours, list) and ours and isinstance(ours[0], float):
                 np.testing.assert_allclose(ours, oracle, rtol=1e-4, atol=1e-6, err_msg=name)  # float32

@@ -23,6 +23,8 @@ pytestmark = pytest.mark.slow
 
 PACKAGE = "toy_plugins"
 DECLARATION = """
+import pyarrow as pa
+
 from gridlab.catalog.analyses import AnalysisInfo, Params
 
 
@@ -30,11 +32,17 @@ class ToyParams(Params):
     scale: float = 1.0
 
 
-INFO = AnalysisInfo("toy_peak", "largest attention weight, scaled", ToyParams, "instance")
+INFO = AnalysisInfo(
+    "toy_peak",
+    "largest attention weight, scaled",
+    ToyParams,
+    "instance",
+    rows=pa.schema([("peak", pa.float64())]),
+    summary_columns=("peak_mean",),
+)
 """
 COMPUTE = '''
 import pandas as pd
-import pyarrow as pa
 
 from gridlab.analyses.base import AnalysisContext, Columns, InstanceAnalysis
 from gridlab.analyses.common import SharedPass
@@ -45,7 +53,6 @@ class PeakAttention(InstanceAnalysis[ToyParams]):
     """The largest attention weight of each instance, times `scale`."""
 
     info = INFO
-    schema = pa.schema([("peak", pa.float64())])
     version = 1
 
     @staticmethod

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gridlab.analyses.eraser.compute import SCHEMA as ERASER_SCHEMA
-from gridlab.analyses.ranking_agreement.compute import SCHEMA as AGREEMENT_SCHEMA
+from gridlab.analyses.eraser import SCHEMA as ERASER_SCHEMA
+from gridlab.analyses.ranking_agreement import SCHEMA as AGREEMENT_SCHEMA
 from gridlab.report.sections.faithfulness import SECTION
 from tests.rows import model_axes
 

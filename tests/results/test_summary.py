@@ -12,7 +12,9 @@ import pyarrow as pa
 import pytest
 
 from gridlab.analyses.erasure_multi import compute as erasure_multi
+from gridlab.analyses.registry import IMPLEMENTATIONS
 from gridlab.config.schema import CellConfig
+from gridlab.errors import BadInput
 from gridlab.results import summary
 from gridlab.results.parts import AXES, write_part
 from gridlab.store.layout import GridWorkspace
@@ -39,7 +41,7 @@ def test_a_restricted_launch_keeps_the_other_cells_rows(tmp_path: Path, monkeypa
 def erasure_rows(cell_id: str, tried: list[str], frac: dict[str, list[float | None]]) -> pa.Table:
     """Three instances of T = 4 on which `tried` were tried; `frac` their fractions (null: never flipped)."""
     columns: dict[str, list] = {"cell_id": [cell_id] * 3, "length": [4] * 3, "measured": [tried] * 3}
-    for name in erasure_multi.SCHEMA.names[:-1]:
+    for name in erasure_multi.INFO.rows.names[:-1]:
         ranking = name.split("_", 1)[1]
         values = frac.get(ranking, [None] * 3)
         columns[name] = values if name.startswith("frac") else [None if v is None else round(v * 4) for v in values]
@@ -88,3 +90,18 @@ def test_what_a_cell_did_not_measure_is_null_and_not_logged(tmp_path: Path, monk
     assert summary.log_summaries(grid, frame, tracker) == 2
     assert tracker.logged["b"] == {"erasure_multi.instances": 3.0, "erasure_multi.flipped_attention": 0.0}
     assert tracker.logged["a"]["erasure_multi.frac_attention_median"] == 0.375
+
+
+def test_a_summary_name_its_declaration_does_not_list_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    workspace = GridWorkspace(tmp_path)
+    write_part(workspace.part("erasure_multi", "a", 0), erasure_rows("a", ["attention"], {}))
+    grid = SimpleNamespace(
+        workspace=workspace,
+        spec=SimpleNamespace(name="g"),
+        analyses={"erasure_multi": None},
+        cells=[SimpleNamespace(id="a", config=CellConfig(dataset="synthetic"))],
+    )
+    analysis = IMPLEMENTATIONS["erasure_multi"]
+    monkeypatch.setattr(analysis, "summarize", staticmethod(lambda rows: {"flipped_attention": 0.0, "flips": 1.0}))
+    with pytest.raises(BadInput, match=r"^gridlab/analyses/erasure_multi/__init__.py: summary_columns: .* flips$"):
+        summary.summarize_grid(grid)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from gridlab.analyses.ranking_agreement.compute import SCHEMA as AGREEMENT_SCHEMA
+from gridlab.analyses.ranking_agreement import SCHEMA as AGREEMENT_SCHEMA
 from gridlab.cli import app
 from gridlab.studies.claims import CLAIM_LIST, CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, VERDICTS, tau_column
 from gridlab.studies.conclusions import (

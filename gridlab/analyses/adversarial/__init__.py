@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pydantic import Field
 
 from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation
@@ -24,6 +25,19 @@ class AdversarialParams(Params):
     stop_rtol: float = Field(1e-3, gt=0, description="an instance stops when its window mean moves by <= stop_rtol")
 
 
+SCHEMA = pa.schema(
+    [
+        ("jsd_eps_max", pa.float64()),
+        ("tvd_at_jsd", pa.float64()),
+        ("steps_run", pa.int64()),
+        ("n_within_eps", pa.int64()),
+        ("candidate_jsd", pa.list_(pa.float64())),
+        ("candidate_tvd", pa.list_(pa.float64())),
+        ("alpha_eps_max", pa.list_(pa.float64())),  # that candidate's weights over the items; null if none
+    ]
+)
+
+
 INFO = AnalysisInfo(
     "adversarial",
     "maximally different attention with the same output (J&W §4.2.2)",
@@ -32,6 +46,8 @@ INFO = AnalysisInfo(
     applies=classifier_cells,
     needs="a classifier",
     heatmaps=True,
+    rows=SCHEMA,
+    summary_columns=("jsd_eps_max_mean", "jsd_eps_max_median", "jsd_above_half", "steps_run_mean"),
 )
 
 __getattr__ = computation(__name__)

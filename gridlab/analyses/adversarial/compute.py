@@ -66,7 +66,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.adversarial import INFO, AdversarialParams
+from gridlab.analyses.adversarial import INFO, SCHEMA, AdversarialParams
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import (
     EPS,
@@ -88,17 +88,6 @@ VERSION = 2  # 2: the eps-max candidate is the first within CANDIDATE_TIE of the
 # adversaries that saturate near ln 2 end within float rounding of each other, and which one the float
 # maximum picked moved with the last bits of h (the ranking tie rule's 1e-5, `ranking.py`).
 CANDIDATE_TIE = 1e-5
-SCHEMA = pa.schema(
-    [
-        ("jsd_eps_max", pa.float64()),
-        ("tvd_at_jsd", pa.float64()),
-        ("steps_run", pa.int64()),
-        ("n_within_eps", pa.int64()),
-        ("candidate_jsd", pa.list_(pa.float64())),
-        ("candidate_tvd", pa.list_(pa.float64())),
-        ("alpha_eps_max", pa.list_(pa.float64())),  # that candidate's weights over the items; null if none
-    ]
-)
 
 EPS_CLASSIFICATION = 0.01  # J&W §4.2.2
 EPS_PAIR = 0.05  # J&W's QA threshold: a larger output space moves TVD more (their footnote 6)
@@ -555,5 +544,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class Adversarial(InstanceAnalysis[AdversarialParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import pyarrow as pa
 from pydantic import Field, field_validator
 
 from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation, unique
@@ -27,6 +28,24 @@ class AdversarialModelParams(Params):
     _variants_unique = field_validator("variants")(unique)
 
 
+# summarised per variant: `<variant>_<metric>`
+SUMMARY_METRICS = ("jsd_mean", "jsd_median", "tvd_mean", "accuracy", "accuracy_delta")
+SCHEMA = pa.schema(
+    [
+        ("variant", pa.string()),
+        ("jsd_mean", pa.float64()),  # mean over test instances of JSD(alpha_adv, alpha_base), nats
+        ("jsd_median", pa.float64()),
+        ("tvd_mean", pa.float64()),  # mean TVD(y_adv, y_base) over test instances
+        ("accuracy", pa.float64()),  # the adversary's test accuracy
+        ("base_accuracy", pa.float64()),
+        ("accuracy_delta", pa.float64()),  # accuracy - base_accuracy
+        ("epochs_trained", pa.int64()),
+        ("best_epoch", pa.int64()),  # selected on dev
+        ("instances", pa.int64()),
+    ]
+)
+
+
 INFO = AnalysisInfo(
     "adversarial_model",
     "an adversary model with diverging attention (W&P)",
@@ -34,6 +53,8 @@ INFO = AnalysisInfo(
     "model",
     applies=classifier_cells,
     needs="a classifier",
+    rows=SCHEMA,
+    summary_columns=tuple(f"{variant}_{metric}" for variant in _ADVERSARY_VARIANTS for metric in SUMMARY_METRICS),
 )
 
 __getattr__ = computation(__name__)

@@ -56,7 +56,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from gridlab.analyses.adversarial_model import INFO, AdversarialModelParams
+from gridlab.analyses.adversarial_model import INFO, SCHEMA, SUMMARY_METRICS, AdversarialModelParams
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import EPS, instance_seed, jsd, tvd
 from gridlab.data.batching import Batch, analysis_order, iterate_batches, sequence_lengths, training_rows
@@ -68,20 +68,6 @@ from gridlab.training.loop import hierarchical, make_optimizer
 
 ID = "adversarial_model"
 VERSION = 2  # 2: the base side computed once per instance (rows move at float-rounding level)
-SCHEMA = pa.schema(
-    [
-        ("variant", pa.string()),
-        ("jsd_mean", pa.float64()),  # mean over test instances of JSD(alpha_adv, alpha_base), nats
-        ("jsd_median", pa.float64()),
-        ("tvd_mean", pa.float64()),  # mean TVD(y_adv, y_base) over test instances
-        ("accuracy", pa.float64()),  # the adversary's test accuracy
-        ("base_accuracy", pa.float64()),
-        ("accuracy_delta", pa.float64()),  # accuracy - base_accuracy
-        ("epochs_trained", pa.int64()),
-        ("best_epoch", pa.int64()),  # selected on dev
-        ("instances", pa.int64()),
-    ]
-)
 EVAL_BATCH_SIZE = 128
 FROZEN_NUDGE = 0.01  # relative scale of the seeded noise that moves a frozen adversary off the base model
 
@@ -308,16 +294,15 @@ def run_model(context: Context, data: PreparedDataset) -> dict[str, list]:
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    metrics = ("jsd_mean", "jsd_median", "tvd_mean", "accuracy", "accuracy_delta")
     return {
         f"{row['variant']}_{m}": float(row[m])
         for row in rows.to_dict("records")
-        for m in metrics
+        for m in SUMMARY_METRICS
         if row[m] is not None and not pd.isna(row[m])
     }
 
 
 class AdversarialModel(ModelAnalysis[AdversarialModelParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run_model, summarize = staticmethod(run_model), staticmethod(summarize)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import pyarrow as pa
 from pydantic import Field, field_validator
 
 from gridlab.catalog.analyses import AnalysisInfo, Params, computation, unique
@@ -31,11 +32,26 @@ class AttentionAblationParams(Params):
     _modes_unique = field_validator("modes")(unique)
 
 
+SCHEMA = pa.schema(
+    [
+        ("mode", pa.string()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("delta", pa.float64()),  # value - the learned attention's value
+        ("instances", pa.int64()),
+    ]
+)
+
+
 INFO = AnalysisInfo(
     "attention_ablation",
     "accuracy with uniform, random, permuted attention (Vashishth §4.1)",
     AttentionAblationParams,
     "model",
+    rows=SCHEMA,
+    summary_columns=tuple(
+        f"{mode}_{metric}" for mode in ("learned", *_ABLATION_MODES) for metric in ("accuracy", "bleu")
+    ),
 )
 
 __getattr__ = computation(__name__)

@@ -19,7 +19,6 @@ Train+Infer cells need `model.word_attention_mode: as_cell`.
 from __future__ import annotations
 
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from gridlab.analyses.attention_ablation import INFO, AttentionAblationParams
@@ -41,15 +40,6 @@ from gridlab.models.seq2seq import Seq2Seq, bleu, permute_within_mask
 ID = "attention_ablation"
 VERSION = 3  # 2: a HAN model's word-level attention is replaced too; 3: a translation cell trained with uniform
 # or random attention keeps it in its `learned` row (version 2 switched it to its untrained learned scores)
-SCHEMA = pa.schema(
-    [
-        ("mode", pa.string()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),
-        ("delta", pa.float64()),  # value - the learned attention's value
-        ("instances", pa.int64()),
-    ]
-)
 BATCH_SIZE = 64
 
 
@@ -200,5 +190,5 @@ def reference_accuracy(context: AnalysisContext, data: PreparedDataset, mode: st
 
 class AttentionAblation(ModelAnalysis[AttentionAblationParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run_model, summarize = staticmethod(run_model), staticmethod(summarize)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import pyarrow as pa
 from pydantic import Field, field_validator
 
 from gridlab.catalog.analyses import AnalysisInfo, Params, computation, unique
@@ -27,6 +28,20 @@ class DiagnosticMlpParams(Params):
     _variants_unique = field_validator("variants")(unique)
 
 
+# summarised per variant: `<variant>_<metric>`
+SUMMARY_METRICS = ("accuracy", "f1_macro")
+SCHEMA = pa.schema(
+    [
+        ("variant", pa.string()),
+        ("accuracy", pa.float64()),  # test, at the best dev epoch
+        ("f1_macro", pa.float64()),  # test
+        ("dev_accuracy", pa.float64()),  # the selected epoch's
+        ("best_epoch", pa.int64()),
+        ("instances", pa.int64()),  # test rows
+    ]
+)
+
+
 INFO = AnalysisInfo(
     "diagnostic_mlp",
     "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
@@ -34,6 +49,8 @@ INFO = AnalysisInfo(
     "model",
     applies=lambda cell: cell.architecture == "flat",
     needs="architecture flat",
+    rows=SCHEMA,
+    summary_columns=tuple(f"{variant}_{metric}" for variant in _MLP_VARIANTS for metric in SUMMARY_METRICS),
 )
 
 __getattr__ = computation(__name__)

@@ -36,13 +36,12 @@ import copy
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 from torch import nn
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import forward_once, instance_seed, measured
-from gridlab.analyses.diagnostic_mlp import INFO, DiagnosticMlpParams
+from gridlab.analyses.diagnostic_mlp import INFO, SCHEMA, SUMMARY_METRICS, DiagnosticMlpParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
 from gridlab.data.vocab import PAD_ID
@@ -52,16 +51,6 @@ from gridlab.training import loop
 
 ID = "diagnostic_mlp"
 VERSION = 1
-SCHEMA = pa.schema(
-    [
-        ("variant", pa.string()),
-        ("accuracy", pa.float64()),  # test, at the best dev epoch
-        ("f1_macro", pa.float64()),  # test
-        ("dev_accuracy", pa.float64()),  # the selected epoch's
-        ("best_epoch", pa.int64()),
-        ("instances", pa.int64()),  # test rows
-    ]
-)
 EVAL_BATCH_SIZE = 128
 
 Context = AnalysisContext[DiagnosticMlpParams]
@@ -216,12 +205,12 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         {
             f"{row['variant']}_{metric}": float(row[metric])
             for row in rows.to_dict("records")
-            for metric in ("accuracy", "f1_macro")
+            for metric in SUMMARY_METRICS
         }
     )
 
 
 class DiagnosticMlpAnalysis(ModelAnalysis[DiagnosticMlpParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run_model, summarize = staticmethod(run_model), staticmethod(summarize)

@@ -3,10 +3,12 @@ al. 2020). Torch-free: validation, planning and reports read it; `compute.py` co
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pydantic import Field, field_validator
 
 from gridlab.catalog.analyses import (
     FAITHFULNESS_RANKINGS,
+    RANKINGS,
     AnalysisInfo,
     RankedParams,
     Ranking,
@@ -32,6 +34,24 @@ class EraserParams(RankedParams):
         return unique(bins)
 
 
+KINDS = ("comprehensiveness", "sufficiency")
+SCHEMA = pa.schema(
+    [
+        *(
+            field
+            for name in RANKINGS
+            for kind in KINDS
+            for field in (
+                pa.field(f"{kind}_{name}", pa.list_(pa.float64())),
+                pa.field(f"aopc_{kind}_{name}", pa.float64()),
+            )
+        ),
+        pa.field("bins", pa.list_(pa.float64())),
+        pa.field("integrated_gradients_gap", pa.float64()),
+    ]
+)
+
+
 INFO = AnalysisInfo(
     "eraser",
     "comprehensiveness, sufficiency and their AOPC per ranking (DeYoung et al. 2020)",
@@ -39,6 +59,12 @@ INFO = AnalysisInfo(
     "instance",
     applies=classifier_cells,
     needs="a classifier",
+    rows=SCHEMA,
+    summary_columns=(
+        *(f"aopc_{kind}_{name}_mean" for name in RANKINGS for kind in KINDS),
+        "integrated_gradients_gap_mean",
+        "integrated_gradients_gap_max",
+    ),
 )
 
 __getattr__ = computation(__name__)

@@ -32,12 +32,11 @@ import math
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
 from gridlab.analyses.common import SharedPass, column_means, object_column, tokens_per_call
-from gridlab.analyses.eraser import INFO, EraserParams
+from gridlab.analyses.eraser import INFO, KINDS, EraserParams
 from gridlab.analyses.importance.deletion import without_items
 from gridlab.analyses.importance.reference import instance_rows
 from gridlab.analyses.importance.scores import RankingScores, applicable, ranking_scores
@@ -48,22 +47,6 @@ from gridlab.models.classifier import AttentionClassifier
 
 ID = "eraser"
 VERSION = 1
-KINDS = ("comprehensiveness", "sufficiency")
-SCHEMA = pa.schema(
-    [
-        *(
-            field
-            for name in RANKINGS
-            for kind in KINDS
-            for field in (
-                pa.field(f"{kind}_{name}", pa.list_(pa.float64())),
-                pa.field(f"aopc_{kind}_{name}", pa.float64()),
-            )
-        ),
-        pa.field("bins", pa.list_(pa.float64())),
-        pa.field("integrated_gradients_gap", pa.float64()),
-    ]
-)
 
 
 def run(context: AnalysisContext[EraserParams], shared: SharedPass) -> dict[str, np.ndarray]:
@@ -213,5 +196,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class Eraser(InstanceAnalysis[EraserParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pydantic import Field
 
 from gridlab.catalog.analyses import (
     ERASURE_RANKINGS,
+    RANKINGS,
     AnalysisInfo,
     RankedParams,
     Ranking,
@@ -20,6 +22,16 @@ class ErasureMultiParams(RankedParams):
     exact_max_len: int = Field(14, ge=0, description="exact minimal flipping set up to this length; 0 disables")
 
 
+SCHEMA = pa.schema(
+    [
+        field
+        for name in (*RANKINGS, "exact")
+        for field in (pa.field(f"removed_{name}", pa.int64()), pa.field(f"frac_{name}", pa.float64()))
+    ]
+    + [pa.field("measured", pa.list_(pa.string()))]  # the rankings (and `exact`) tried on this instance
+)
+
+
 INFO = AnalysisInfo(
     "erasure_multi",
     "weights erased until the decision flips, per ranking (S&S §5)",
@@ -28,6 +40,10 @@ INFO = AnalysisInfo(
     applies=classifier_cells,
     needs="a classifier",
     heatmaps=True,
+    rows=SCHEMA,
+    summary_columns=tuple(
+        f"{stat}_{name}{end}" for name in (*RANKINGS, "exact") for stat, end in (("flipped", ""), ("frac", "_median"))
+    ),
 )
 
 __getattr__ = computation(__name__)

@@ -46,7 +46,6 @@ from typing import cast
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
@@ -60,14 +59,6 @@ from gridlab.models.classifier import AttentionClassifier, Encoded
 ID = "erasure_multi"
 VERSION = 1
 OWN_RANKINGS = frozenset(ERASURE_RANKINGS)  # S&S's four, computed here; the others by `importance.scores`
-SCHEMA = pa.schema(
-    [
-        field
-        for name in (*RANKINGS, "exact")
-        for field in (pa.field(f"removed_{name}", pa.int64()), pa.field(f"frac_{name}", pa.float64()))
-    ]
-    + [pa.field("measured", pa.list_(pa.string()))]  # the rankings (and `exact`) tried on this instance
-)
 
 # Elements per (rows, max(T, m)) block handed to one decoder call: bounds memory on long documents.
 _BLOCK = 1 << 22
@@ -453,5 +444,5 @@ def _tried(rows: pd.DataFrame) -> pd.Series:
 
 class ErasureMulti(InstanceAnalysis[ErasureMultiParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

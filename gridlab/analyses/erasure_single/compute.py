@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
@@ -37,18 +36,6 @@ from gridlab.catalog.analyses import NoParams
 
 ID = "erasure_single"
 VERSION = 1
-SCHEMA = pa.schema(
-    [
-        ("js_top", pa.float64()),
-        ("js_rand", pa.float64()),
-        ("delta_js", pa.float64()),
-        ("delta_alpha", pa.float64()),
-        ("flip_top", pa.bool_()),
-        ("flip_rand", pa.bool_()),
-        ("top_index", pa.int64()),
-        ("rand_index", pa.int64()),
-    ]
-)
 
 
 def draw_rand_rank(cell_id: str, instance_id: int, length: int, top_rank: int) -> int:
@@ -159,5 +146,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class ErasureSingle(InstanceAnalysis[NoParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

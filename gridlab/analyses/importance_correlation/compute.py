@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 from scipy.stats import kendalltau
 
@@ -41,20 +40,12 @@ from gridlab.analyses.importance import (
     reference_gradient_importance,
     reference_leave_one_out,
 )
-from gridlab.analyses.importance_correlation import INFO
+from gridlab.analyses.importance_correlation import INFO, SCHEMA
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
 from gridlab.catalog.analyses import NoParams
 
 ID = "importance_correlation"
 VERSION = 1
-SCHEMA = pa.schema(
-    [
-        ("tau_g", pa.float64()),
-        ("p_g", pa.float64()),
-        ("tau_loo", pa.float64()),
-        ("p_loo", pa.float64()),
-    ]
-)
 
 
 def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
@@ -117,5 +108,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class ImportanceCorrelation(InstanceAnalysis[NoParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -3,7 +3,19 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from gridlab.catalog.analyses import AnalysisInfo, NoParams, computation
+
+SCHEMA = pa.schema(
+    [
+        ("layers_permuted", pa.int64()),
+        ("accuracy", pa.float64()),
+        ("delta", pa.float64()),  # accuracy - the unpermuted model's
+        ("instances", pa.int64()),
+    ]
+)
+
 
 INFO = AnalysisInfo(
     "layer_permutation",
@@ -12,6 +24,8 @@ INFO = AnalysisInfo(
     "model",
     applies=lambda cell: cell.encoder == "transformer",
     needs="encoder transformer",
+    rows=SCHEMA,
+    summary_columns=("accuracy_{layers}_layers",),  # 0 to the encoder's depth,
 )
 
 __getattr__ = computation(__name__)

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
@@ -28,14 +27,6 @@ from gridlab.data.prepare import PreparedDataset
 
 ID = "layer_permutation"
 VERSION = 1
-SCHEMA = pa.schema(
-    [
-        ("layers_permuted", pa.int64()),
-        ("accuracy", pa.float64()),
-        ("delta", pa.float64()),  # accuracy - the unpermuted model's
-        ("instances", pa.int64()),
-    ]
-)
 BATCH_SIZE = 64
 
 
@@ -107,5 +98,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class LayerPermutation(ModelAnalysis[NoParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run_model, summarize = staticmethod(run_model), staticmethod(summarize)

@@ -3,6 +3,7 @@ free: validation, planning and reports read it; `compute.py` computes it."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pydantic import Field
 
 from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation
@@ -10,6 +11,15 @@ from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, com
 
 class PermutationParams(Params):
     n: int = Field(100, ge=1, description="random permutations of alpha per instance (J&W: 100)")
+
+
+SCHEMA = pa.schema(
+    [
+        ("tvd_median", pa.float64()),
+        ("tvd_mean", pa.float64()),
+        ("tvd_max", pa.float64()),
+    ]
+)
 
 
 INFO = AnalysisInfo(
@@ -20,6 +30,8 @@ INFO = AnalysisInfo(
     applies=classifier_cells,
     needs="a classifier",
     heatmaps=True,
+    rows=SCHEMA,
+    summary_columns=("tvd_median_median", "tvd_median_mean", "tvd_max_max"),
 )
 
 __getattr__ = computation(__name__)

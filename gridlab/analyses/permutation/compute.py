@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
@@ -28,13 +27,6 @@ from gridlab.analyses.permutation import INFO, PermutationParams
 
 ID = "permutation"
 VERSION = 1
-SCHEMA = pa.schema(
-    [
-        ("tvd_median", pa.float64()),
-        ("tvd_mean", pa.float64()),
-        ("tvd_max", pa.float64()),
-    ]
-)
 
 # Elements of the permuted alphas plus their contexts in one decoder call: bounds memory for long documents
 # (B = 32, n = 100, T = 2500 would otherwise be 8M alphas at once) while short batches decode in one call.
@@ -144,5 +136,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class Permutation(InstanceAnalysis[PermutationParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -21,11 +21,8 @@ chunked over instances); `reference` calls scipy per instance.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
@@ -33,22 +30,10 @@ from gridlab.analyses.common import SharedPass, column_means, object_column
 from gridlab.analyses.importance.scores import RankingScores, applicable, ranking_scores
 from gridlab.analyses.importance_correlation.compute import kendall
 from gridlab.analyses.ranking import order_of_ranks, tie_ranks
-from gridlab.analyses.ranking_agreement import INFO, RankingAgreementParams
-from gridlab.catalog.analyses import RANKINGS
+from gridlab.analyses.ranking_agreement import INFO, PAIRS, SCHEMA, RankingAgreementParams
 
 ID = "ranking_agreement"
 VERSION = 1
-PAIRS = tuple(itertools.combinations(RANKINGS, 2))
-SCHEMA = pa.schema(
-    [
-        field
-        for first, second in PAIRS
-        for field in (
-            pa.field(f"tau__{first}__{second}", pa.float64()),
-            pa.field(f"overlap__{first}__{second}", pa.float64()),
-        )
-    ]
-)
 
 _PAIRS_PER_CALL = 1 << 22  # instances x T x T sign products held at once
 
@@ -150,5 +135,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class RankingAgreement(InstanceAnalysis[RankingAgreementParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

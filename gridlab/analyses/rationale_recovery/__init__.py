@@ -3,9 +3,10 @@ rationales. Torch-free: validation, planning and reports read it; `compute.py` c
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pydantic import Field, field_validator
 
-from gridlab.catalog.analyses import AnalysisInfo, RankedParams, Ranking, computation, unique
+from gridlab.catalog.analyses import RANKINGS, AnalysisInfo, RankedParams, Ranking, computation, unique
 from gridlab.data.catalog import DATASETS
 
 RECOVERY_RANKINGS: tuple[Ranking, ...] = ("attention", "gradient", "grad_x_attention", "leave_one_out")
@@ -18,6 +19,22 @@ class RationaleRecoveryParams(RankedParams):
     _ks_unique = field_validator("ks")(unique)
 
 
+SCHEMA = pa.schema(
+    [
+        *(
+            field
+            for name in RANKINGS
+            for field in (
+                pa.field(f"auc_{name}", pa.float64()),
+                pa.field(f"precision_at_k_{name}", pa.list_(pa.float64())),
+            )
+        ),
+        pa.field("ks", pa.list_(pa.int64())),
+        pa.field("rationale_tokens", pa.int64()),
+    ]
+)
+
+
 INFO = AnalysisInfo(
     "rationale_recovery",
     "precision@k and AUC of rankings against true rationales",
@@ -26,6 +43,10 @@ INFO = AnalysisInfo(
     applies=lambda cell: DATASETS[cell.dataset].has_rationales,
     needs="a dataset with rationales",
     heatmaps=True,
+    rows=SCHEMA,
+    summary_columns=tuple(
+        column for name in RANKINGS for column in (f"auc_{name}_mean", f"precision_at_{{k}}_{name}_mean")
+    ),  # k: each of the parameter ks,
 )
 
 __getattr__ = computation(__name__)

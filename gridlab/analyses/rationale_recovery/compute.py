@@ -51,7 +51,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 from scipy.stats import rankdata
 
@@ -60,26 +59,12 @@ from gridlab.analyses.common import SharedPass, measured
 from gridlab.analyses.importance import reference_gradient_importance, reference_leave_one_out
 from gridlab.analyses.importance.scores import applicable, ranking_scores
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
-from gridlab.analyses.rationale_recovery import INFO, RationaleRecoveryParams
+from gridlab.analyses.rationale_recovery import INFO, SCHEMA, RationaleRecoveryParams
 from gridlab.catalog.analyses import RANKINGS
 from gridlab.models.classifier import AttentionClassifier
 
 ID = "rationale_recovery"
 VERSION = 1
-SCHEMA = pa.schema(
-    [
-        *(
-            field
-            for name in RANKINGS
-            for field in (
-                pa.field(f"auc_{name}", pa.float64()),
-                pa.field(f"precision_at_k_{name}", pa.list_(pa.float64())),
-            )
-        ),
-        pa.field("ks", pa.list_(pa.int64())),
-        pa.field("rationale_tokens", pa.int64()),
-    ]
-)
 
 _NEEDS_GRADIENT = frozenset({"gradient", "grad_x_attention"})
 
@@ -285,5 +270,5 @@ def _missing(value: object) -> bool:
 
 class RationaleRecovery(InstanceAnalysis[RationaleRecoveryParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+import pyarrow as pa
+
 from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells, computation
 
 
@@ -34,6 +36,17 @@ def _seedless(config: dict) -> str:
     return json.dumps({k: v for k, v in config.items() if k != "seed"}, sort_keys=True)
 
 
+SCHEMA = pa.schema(
+    [
+        ("other_seeds", pa.int64()),
+        ("peer_cells", pa.string()),  # the compared cells' ids, comma-separated, in seed order
+        ("jsd_seed_mean", pa.float64()),
+        ("jsd_seed_max", pa.float64()),
+        ("tvd_seed_mean", pa.float64()),
+    ]
+)
+
+
 INFO = AnalysisInfo(
     "seed_variance",
     "attention JSD between models that differ only in seed (W&P)",
@@ -43,6 +56,8 @@ INFO = AnalysisInfo(
     needs="a classifier",
     heatmaps=True,
     peers=seed_peers,
+    rows=SCHEMA,
+    summary_columns=("jsd_seed_mean_mean", "jsd_seed_max_median", "tvd_seed_mean_mean"),
 )
 
 __getattr__ = computation(__name__)

@@ -15,25 +15,15 @@ whole seed group is trained (or failed); `other_seeds` and `peer_cells` record w
 from __future__ import annotations
 
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, GridAnalysis
 from gridlab.analyses.common import SharedPass, jsd, measured, tvd
-from gridlab.analyses.seed_variance import INFO
+from gridlab.analyses.seed_variance import INFO, SCHEMA
 from gridlab.catalog.analyses import NoParams
 
 ID = "seed_variance"
 VERSION = 1
-SCHEMA = pa.schema(
-    [
-        ("other_seeds", pa.int64()),
-        ("peer_cells", pa.string()),  # the compared cells' ids, comma-separated, in seed order
-        ("jsd_seed_mean", pa.float64()),
-        ("jsd_seed_max", pa.float64()),
-        ("tvd_seed_mean", pa.float64()),
-    ]
-)
 
 
 def run(context: AnalysisContext, shared: SharedPass, peers: list[SharedPass], peer_cells: list[str]) -> dict:
@@ -86,5 +76,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class SeedVariance(GridAnalysis[NoParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import pyarrow as pa
 from pydantic import Field, model_validator
 
 from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation
@@ -40,6 +41,12 @@ class SparsityParams(Params):
         return self
 
 
+MEASURES = ("gy_x", "dy_x", "gy_h", "dy_h")
+SCHEMA = pa.schema(
+    [(f"entropy_{m}", pa.float64()) for m in (*MEASURES, "gh_x")] + [(f"tau_{m}", pa.float64()) for m in MEASURES]
+)
+
+
 INFO = AnalysisInfo(
     "sparsity_importance",
     "entropy and tau of normalised importance (Meister §3-4)",
@@ -48,6 +55,8 @@ INFO = AnalysisInfo(
     applies=lambda cell: classifier_cells(cell) and cell.encoder != "pretrained",
     needs="a classifier whose attention has one score per item (not encoder pretrained)",
     heatmaps=True,
+    rows=SCHEMA,
+    summary_columns=tuple(f"{name}_mean" for name in SCHEMA.names),
 )
 
 __getattr__ = computation(__name__)

@@ -56,7 +56,6 @@ import math
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from gridlab.analyses.base import AnalysisContext, InstanceAnalysis
@@ -71,7 +70,7 @@ from gridlab.analyses.importance import (
 )
 from gridlab.analyses.importance_correlation.compute import kendall
 from gridlab.analyses.ranking import tie_ranks, tvd_floor
-from gridlab.analyses.sparsity_importance import INFO, SparsityParams
+from gridlab.analyses.sparsity_importance import INFO, MEASURES, SCHEMA, SparsityParams
 from gridlab.data.batching import Batch, collate
 from gridlab.data.vocab import PAD_ID
 from gridlab.models.classifier import AttentionClassifier
@@ -79,10 +78,6 @@ from gridlab.models.transformer import TransformerEncoder
 
 ID = "sparsity_importance"
 VERSION = 1
-MEASURES = ("gy_x", "dy_x", "gy_h", "dy_h")
-SCHEMA = pa.schema(
-    [(f"entropy_{m}", pa.float64()) for m in (*MEASURES, "gh_x")] + [(f"tau_{m}", pa.float64()) for m in MEASURES]
-)
 
 
 # ---- the measures, batched -------------------------------------------------------------------------------
@@ -420,5 +415,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class SparsityImportance(InstanceAnalysis[SparsityParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)

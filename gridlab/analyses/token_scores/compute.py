@@ -47,22 +47,6 @@ from gridlab.catalog.analyses import NoParams
 ID = "token_scores"
 VERSION = 1
 PERMUTATION_STREAM = "annotate"  # the permutations' generator stream: the annotation sheets' since they began
-SCHEMA = pa.schema(
-    [
-        ("items", pa.list_(pa.string())),
-        ("query", pa.string()),
-        ("label_name", pa.string()),
-        ("pred_name", pa.string()),
-        ("confidence", pa.float64()),
-        ("alpha", pa.list_(pa.float64())),
-        ("gradient", pa.list_(pa.float64())),
-        ("leave_one_out", pa.list_(pa.float64())),
-        ("permuted_alpha", pa.list_(pa.float64())),
-        ("permuted_pred", pa.int64()),
-        ("alpha_order", pa.list_(pa.int64())),  # item indices by descending alpha, by the project's tie rule
-        ("permuted_order", pa.list_(pa.int64())),  # the same for permuted_alpha
-    ]
-)
 
 
 def run(context: AnalysisContext, shared: SharedPass) -> dict[str, np.ndarray]:
@@ -171,5 +155,5 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
 
 class TokenScores(InstanceAnalysis[NoParams]):
     info = INFO
-    schema, version = SCHEMA, VERSION
+    version = VERSION
     run, reference, summarize = staticmethod(run), staticmethod(reference), staticmethod(summarize)
