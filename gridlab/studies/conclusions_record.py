@@ -16,7 +16,9 @@ A finding measured here replaces the recorded one of the same claim, grid and co
 its seeds may differ), or whose cells include or are included in its own: except that a current recorded
 finding measured on more cells (the rest of its seeds, say, where this machine ran some) is kept instead. What
 the page shows does not depend on whether a finding was measured here or carried: a fresh clone rebuilds the
-committed page and CSV byte for byte.
+committed page and CSV byte for byte, and a regeneration with the same runs on another day or at another
+commit changes no byte either: a finding measured again on the same cells and grid file, with the same value
+and verdict, keeps the record's commit and day.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import pandas as pd
 
 from gridlab.studies.claims import STALE, Claim
 from gridlab.studies.conclusions import COLUMNS, OVERALL
-from gridlab.studies.record import TRACE, Trace, cell_ids, read_record
+from gridlab.studies.record import TRACE, Trace, cell_ids, kept_trace, read_record, same_numbers
 
 RECORD_COLUMNS = [*COLUMNS, *TRACE, "measured_on", "measured_verdict"]
 SEEDS_PART = re.compile(r"(?:^|, )(?:seeds [0-9,]+|no seeds)$")  # the end of `conclusions.condition_text`
@@ -72,7 +74,8 @@ class ClaimRecord:
             matches = [i for i, r in enumerate(found) if _same_finding(r, row)]
             replaced.update(matches)
             fuller = [i for i in matches if current[i] and _cells(found[i]) > _cells(row)]
-            rows += [] if fuller else [_traced(row, trace)]
+            again = [found[i] for i in matches if current[i] and _measured_again(found[i], row, trace)]
+            rows += [] if fuller else [_traced(row, kept_trace(again[0], trace) if again else trace)]
             kept.update(fuller)
         rows += [_as_carried(found[i], current[i]) for i in range(len(found)) if i in kept or i not in replaced]
         return sorted(rows, key=lambda r: (r["condition"], r["cells"]))
@@ -87,6 +90,16 @@ def _traced(row: dict[str, Any], trace: Trace) -> dict[str, Any]:
         "measured_on": trace.measured_on,
         "measured_verdict": row["verdict"],
     }
+
+
+def _measured_again(found: dict[str, Any], row: dict[str, Any], trace: Trace) -> bool:
+    """The recorded finding is this one: the same cells of the same grid file, the same value and verdict."""
+    return (
+        _cells(found) == _cells(row)
+        and found["grid_hash"] == trace.grid_hash
+        and found["measured_verdict"] == row["verdict"]
+        and same_numbers(found["value"], row["value"])
+    )
 
 
 def _as_carried(found: dict[str, Any], current: bool) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import pandas as pd
 from gridlab.store.atomic import write_text
 from gridlab.studies.ablations import Ablation, ablation_text
 from gridlab.studies.fidelity import IDENTITY, NOT_RUN, STALE, FidelityResult, rerun_verdict_for, verdict_for
-from gridlab.studies.record import TRACE, Trace, cell_ids, key_text, read_record
+from gridlab.studies.record import TRACE, Trace, cell_ids, key_text, read_record, same_numbers
 from gridlab.studies.walltime import WallTime
 
 TABLES = ("fidelity", "sensitivity")  # which of a grid's two frames a recorded number belongs to
@@ -154,8 +154,15 @@ def _carry_frame(frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Abla
         elif current and all(_more_seeds(found, row) for found in current):
             rows += [_carried(row, found, entries, here=row) for found in current]
         else:
-            rows.append(row)
+            again = [found for found in current if _measured_again(found, row)]
+            rows.append({**row, "commit": again[0]["commit"], "measured_on": again[0]["measured_on"]} if again else row)
     return pd.DataFrame.from_records(rows, columns=list(frame.columns))
+
+
+def _measured_again(found: dict[str, Any], row: dict[str, Any]) -> bool:
+    """The recorded number is this one, measured again on the same cells of the same grid file: it keeps the
+    record's commit and day (`record.kept_trace`), so a regeneration with the same runs changes no byte."""
+    return found["grid_hash"] == row["grid_hash"] and all(same_numbers(found[k], row[k]) for k in MEASURED)
 
 
 def _current(found: dict[str, Any], row: dict[str, Any]) -> bool:

@@ -14,6 +14,7 @@ cells count as "the grid's today" is each record's own rule.
 from __future__ import annotations
 
 import datetime
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,22 @@ class Trace:
     @classmethod
     def of(cls, grid_file: Path, commit: str, today: datetime.date) -> Trace:
         return cls(grid_hash(grid_file), commit, today.isoformat())
+
+
+def same_numbers(recorded: object, measured: object) -> bool:
+    """Whether a record's number (text, '' for none) is the one measured now: both absent, or equal to float
+    precision (the record writes floats in full)."""
+    old, new = pd.to_numeric(recorded, errors="coerce"), pd.to_numeric(measured, errors="coerce")
+    if pd.isna(old) or pd.isna(new):
+        return bool(pd.isna(old) and pd.isna(new))
+    return math.isclose(float(old), float(new), rel_tol=1e-9, abs_tol=1e-12)
+
+
+def kept_trace(found: dict[str, Any], trace: Trace) -> Trace:
+    """The record's trace for a number measured again on the same cells, grid file and value: the run that
+    made it, not the regeneration (another day, another checkout), so a page regenerated with the same runs
+    stays the same bytes."""
+    return Trace(trace.grid_hash, str(found["commit"]), str(found["measured_on"]))
 
 
 def cell_ids(text: object) -> list[str]:

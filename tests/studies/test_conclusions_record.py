@@ -96,6 +96,17 @@ def test_without_runs_the_record_is_carried_and_the_pages_are_the_same_bytes(syn
     assert "No finding is stale." in again.markdown
 
 
+def test_the_same_runs_regenerated_later_keep_the_records_trace(synthetic_grid, tmp_path: Path):
+    """Another day, another checkout, the same runs: the same bytes; a changed value takes today's trace."""
+    grid = with_rows(synthetic_grid)
+    first = regenerate(grid, ClaimRecord.empty(), FIRST, COMMIT)
+    again = regenerate(grid, saved(first, tmp_path))  # the runs are still here
+    assert again.csv == first.csv and again.markdown == first.markdown
+    changed = with_rows(synthetic_grid, lstm_tau=0.3)  # the same cells, other numbers (a rerun that differs)
+    rows = claim_rows(regenerate(changed, saved(first, tmp_path))).iloc[:2]
+    assert set(rows["commit"]) == {OTHER_COMMIT} and set(rows["measured_on"]) == {LATER.isoformat()}
+
+
 def test_without_a_record_a_grid_without_runs_is_not_run(synthetic_grid):
     pages = regenerate(synthetic_grid(GRID), ClaimRecord.empty())
     rows = claim_rows(pages)

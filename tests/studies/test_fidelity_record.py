@@ -191,3 +191,21 @@ def test_a_number_is_traced_to_the_commit_that_trained_its_cells(jw, tmp_path: P
     measured = pages(jw, tmp_path / "fidelity")
     assert measured.loc[TAU0, "commit"] == trained_with != gridlab_commit()
     assert set(read_record(tmp_path / "fidelity")["commit"]) == {trained_with}
+
+
+def test_the_same_runs_regenerated_later_keep_the_records_trace(jw, tmp_path: Path):
+    """Another day, another checkout, the same cells and numbers: the record names the run that made them, so a
+    regeneration with the same runs changes no byte; a number that changed takes today's trace."""
+    out = tmp_path / "fidelity"
+    pages(jw, out)
+    record = read_record(out)
+    record["commit"], record["measured_on"] = "git 1111111", "2001-01-01"
+    changed = record["quantity"] == "tau_loo"
+    record.loc[changed, "ours"] = "0.999"
+    record.to_csv(record_paths(out)[0], index=False)
+    pages(jw, out)  # the runs are still here
+    again = read_record(out).set_index(["dataset", "detail", "quantity"])
+    kept = again.loc[TAU0]
+    assert (kept["commit"], kept["measured_on"]) == ("git 1111111", "2001-01-01")
+    remeasured = again.loc[("sst", "class 0", "tau_loo")]
+    assert remeasured["commit"] == gridlab_commit() and remeasured["measured_on"] != "2001-01-01"
