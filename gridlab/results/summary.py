@@ -49,8 +49,9 @@ def summarize_grid(grid: ExpandedGrid) -> pd.DataFrame:
 
 
 def declared_summary(analysis: type[Analysis], rows: pd.DataFrame) -> dict[str, float]:
-    """`analysis.summarize(rows)`, checked against its declaration: reports and notebooks read the summary's
-    columns from the declarations, so a number under a name they do not know would go unseen."""
+    """`analysis.summarize(rows)`, checked against its declaration, the one place that says what a summary
+    holds: a name it does not list is a computation out of step with its declaration, stopped where it is
+    written rather than found missing by whoever reads summary.parquet."""
     summary = analysis.summarize(rows)
     undeclared = sorted(name for name in summary if not analysis.info.summarised(name))
     if undeclared:
