@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import torch
 
 from gridlab.analyses.bilstm import BiLstmPass, premise_bilstm
@@ -103,6 +104,11 @@ def object_column(values: list) -> np.ndarray:
     column = np.empty(len(values), dtype=object)
     column[:] = values
     return column
+
+
+def columns_of(rows: list[dict], schema: pa.Schema) -> dict[str, list]:
+    """The schema's columns of `rows` (one dict per row, e.g. one per variant), in the schema's order."""
+    return {name: [row[name] for row in rows] for name in schema.names}
 
 
 def column_means(rows: pd.DataFrame, columns: Iterable[str]) -> dict[str, float]:

@@ -58,7 +58,7 @@ import torch
 
 from gridlab.analyses.adversarial_model import INFO, SCHEMA, SUMMARY_METRICS, AdversarialModelParams
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
-from gridlab.analyses.common import EPS, instance_seed, jsd, tvd
+from gridlab.analyses.common import EPS, columns_of, instance_seed, jsd, tvd
 from gridlab.data.batching import Batch, analysis_order, iterate_batches, sequence_lengths, training_rows
 from gridlab.data.prepare import PreparedDataset
 from gridlab.models.classifier import AttentionClassifier
@@ -273,24 +273,24 @@ def compare_on_test(
 
 
 def run_model(context: Context, data: PreparedDataset) -> dict[str, list]:
-    columns: dict[str, list] = {field.name: [] for field in SCHEMA}
+    rows = []
     references = base_references(context, data)
     for variant in context.params.variants:
         adversary, epochs_trained, best_epoch = fit_adversary(context, data, variant, references)
         scores = compare_on_test(adversary, context, data, references["test"])
         accuracy, base_accuracy = scores["accuracy"], scores["base_accuracy"]  # both None for an empty test split
         delta = None if accuracy is None or base_accuracy is None else accuracy - base_accuracy
-        row = {
-            "variant": variant,
-            **scores,
-            "accuracy_delta": delta,
-            "epochs_trained": epochs_trained,
-            "best_epoch": best_epoch,
-            "instances": data.splits["test"].num_rows,
-        }
-        for name, values in columns.items():
-            values.append(row[name])
-    return columns
+        rows.append(
+            {
+                "variant": variant,
+                **scores,
+                "accuracy_delta": delta,
+                "epochs_trained": epochs_trained,
+                "best_epoch": best_epoch,
+                "instances": data.splits["test"].num_rows,
+            }
+        )
+    return columns_of(rows, SCHEMA)
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:

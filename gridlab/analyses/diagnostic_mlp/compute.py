@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
-from gridlab.analyses.common import forward_once, instance_seed, measured
+from gridlab.analyses.common import columns_of, forward_once, instance_seed, measured
 from gridlab.analyses.diagnostic_mlp import INFO, SCHEMA, SUMMARY_METRICS, DiagnosticMlpParams
 from gridlab.data.batching import Batch, iterate_batches
 from gridlab.data.prepare import PreparedDataset
@@ -183,21 +183,21 @@ def fit_mlp(context: Context, data: PreparedDataset, variant: str) -> tuple[Diag
 
 
 def run_model(context: Context, data: PreparedDataset) -> dict[str, list]:
-    columns: dict[str, list] = {field.name: [] for field in SCHEMA}
+    rows = []
     for variant in context.params.variants:
         mlp, dev_accuracy, best_epoch = fit_mlp(context, data, variant)
         labels, predictions = predict(mlp, context, data, variant, "test")
-        row = {
-            "variant": variant,
-            "accuracy": accuracy(labels, predictions),
-            "f1_macro": f1_macro(labels, predictions),
-            "dev_accuracy": dev_accuracy,
-            "best_epoch": best_epoch,
-            "instances": data.splits["test"].num_rows,
-        }
-        for name, values in columns.items():
-            values.append(row[name])
-    return columns
+        rows.append(
+            {
+                "variant": variant,
+                "accuracy": accuracy(labels, predictions),
+                "f1_macro": f1_macro(labels, predictions),
+                "dev_accuracy": dev_accuracy,
+                "best_epoch": best_epoch,
+                "instances": data.splits["test"].num_rows,
+            }
+        )
+    return columns_of(rows, SCHEMA)
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
