@@ -100,6 +100,12 @@ def classifier_cells(cell: CellConfig) -> bool:
     return DATASETS[cell.dataset].task != "translation"
 
 
+def learned_attention_cells(cell: CellConfig) -> bool:
+    """`applies` of the analyses that test a model's own attention (W&P's tests, J&W's adversary): a classifier
+    trained with learned attention, not one whose weights were fixed to uniform or random."""
+    return classifier_cells(cell) and cell.attention_mode == "learned"
+
+
 def every_cell(cell: CellConfig) -> bool:
     return True
 

@@ -177,6 +177,7 @@ def readme(decided: Decided, plan: Plan) -> str:
         f"[{table}]({pages[paper]}.md#{anchor(table)})" for paper, table in zip(counts["paper"], counts["table"])
     ]
     counts["paper"] = [f"[{paper}]({pages[paper]}.md)" for paper in counts["paper"]]
+    counts = counts.astype({"paper": object, "table": object})  # text, even with no rows (else float64)
     total = counts.drop(columns=["paper", "table"]).sum()
     counts.loc[len(counts)] = {"paper": "all", "table": "", **total.to_dict()}
     parts = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pydantic import Field
 
-from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation
+from gridlab.catalog.analyses import AnalysisInfo, Params, computation, learned_attention_cells
 
 
 class AdversarialParams(Params):
@@ -43,8 +43,8 @@ INFO = AnalysisInfo(
     "maximally different attention with the same output (J&W §4.2.2)",
     AdversarialParams,
     "instance",
-    applies=classifier_cells,
-    needs="a classifier",
+    applies=learned_attention_cells,
+    needs="a classifier with learned attention",
     heatmaps=True,
     rows=SCHEMA,
     summary_columns=("jsd_eps_max_mean", "jsd_eps_max_median", "jsd_above_half", "steps_run_mean"),

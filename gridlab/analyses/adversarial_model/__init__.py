@@ -8,7 +8,7 @@ from typing import Literal
 import pyarrow as pa
 from pydantic import Field, field_validator
 
-from gridlab.catalog.analyses import AnalysisInfo, Params, classifier_cells, computation, unique
+from gridlab.catalog.analyses import AnalysisInfo, Params, computation, learned_attention_cells, unique
 
 AdversaryVariant = Literal["frozen", "unfrozen"]
 
@@ -51,8 +51,8 @@ INFO = AnalysisInfo(
     "an adversary model with diverging attention (W&P)",
     AdversarialModelParams,
     "model",
-    applies=classifier_cells,
-    needs="a classifier",
+    applies=learned_attention_cells,
+    needs="a classifier with learned attention",
     rows=SCHEMA,
     summary_columns=tuple(f"{variant}_{metric}" for variant in _ADVERSARY_VARIANTS for metric in SUMMARY_METRICS),
 )

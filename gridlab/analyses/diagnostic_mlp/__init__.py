@@ -8,7 +8,7 @@ from typing import Literal
 import pyarrow as pa
 from pydantic import Field, field_validator
 
-from gridlab.catalog.analyses import AnalysisInfo, Params, computation, unique
+from gridlab.catalog.analyses import AnalysisInfo, Params, computation, learned_attention_cells, unique
 
 MlpVariant = Literal["uniform", "learned", "base"]
 
@@ -47,8 +47,8 @@ INFO = AnalysisInfo(
     "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
     DiagnosticMlpParams,
     "model",
-    applies=lambda cell: cell.architecture == "flat",
-    needs="architecture flat",
+    applies=lambda cell: cell.architecture == "flat" and learned_attention_cells(cell),
+    needs="architecture flat, learned attention",
     rows=SCHEMA,
     summary_columns=tuple(f"{variant}_{metric}" for variant in _MLP_VARIANTS for metric in SUMMARY_METRICS),
 )

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from gridlab.catalog.analyses import AnalysisInfo, NoParams, classifier_cells, computation
+from gridlab.catalog.analyses import AnalysisInfo, NoParams, computation, learned_attention_cells
 
 
 def peers_of(config: dict, candidates: dict[str, dict]) -> list[str]:
@@ -52,8 +52,8 @@ INFO = AnalysisInfo(
     "attention JSD between models that differ only in seed (W&P)",
     NoParams,
     "grid",
-    applies=classifier_cells,
-    needs="a classifier",
+    applies=learned_attention_cells,
+    needs="a classifier with learned attention",
     heatmaps=True,
     peers=seed_peers,
     rows=SCHEMA,
