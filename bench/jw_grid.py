@@ -16,12 +16,13 @@ J&W: their pipeline per configuration (`lstm`, `lstm_dot`, `cnn`, `cnn_dot`, `av
 `ExperimentsBC.train_dataset` then `run_experiments_on_latest_model` run it, with remove_and_run (commented out
 there) switched on: `Trainer(dataset, config).train(train, dev, n_iters=epochs)` (each epoch: train, evaluate
 dev, save), `Evaluator(dataset, dirname).evaluate(test)`, then `gradient_experiment`, `permutation_experiment`,
-`adversarial_experiment`, `remove_and_run_experiment`, each pickling its outputs. One process, one torch thread
-by default (`--jw-threads`: on the shared 2-core machine their default of two intra-op threads ran far slower
-under load), each step timed. Substituted (bench/jw_originals.py): their preprocessing notebook, which
-needs spaCy's retired `en` model; their `Dataset` reads gridlab's SST token ids and embedding matrix from a
-pickle written before the clock starts, so J&W's time leaves out their preprocessing while gridlab's includes
-its own. Their analyses' plots (`generate_graphs`) are not run; gridlab's reports are not either.
+`adversarial_experiment`, `remove_and_run_experiment`, each pickling its outputs. One process with torch's
+default of one intra-op thread per CPU, as their scripts run (`--jw-threads`: one thread did better on the
+shared machine under load, where two threads contend with the other work), each step timed. Substituted
+(bench/jw_originals.py): their preprocessing notebook, which needs spaCy's retired `en` model; their `Dataset`
+reads gridlab's SST token ids and embedding matrix from a pickle written before the clock starts, so J&W's time
+leaves out their preprocessing while gridlab's includes its own. Their analyses' plots (`generate_graphs`)
+are not run; gridlab's reports are not either.
 
 Rounds alternate the order (J&W then gridlab, then gridlab then J&W) so that a drift in the load falls on both.
 """
@@ -311,7 +312,9 @@ def arguments() -> argparse.Namespace:
         "fixed sample; J&W get the same rows); default: all, as the grid",
     )
     parser.add_argument("--max-train", type=int, help="training instances, the grid's train.max_train (smoke runs)")
-    parser.add_argument("--jw-threads", type=int, default=1, help="torch threads of J&W's process")
+    parser.add_argument(
+        "--jw-threads", type=int, default=os.cpu_count() or 1, help="torch threads of J&W's process (default: the CPUs)"
+    )
     parser.add_argument("--jw-side", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--vec", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--outputs", type=Path, help=argparse.SUPPRESS)
