@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gridlab.catalog.analyses import ANALYSES
 from gridlab.data.catalog import DATASETS
 from gridlab.report.inputs import ReportInputs
 from gridlab.studies.ablations import Ablation, ablation_text, load_ablations
@@ -189,7 +190,7 @@ def compare(comparison: Comparison, inputs: ReportInputs, entries: list[Ablation
         judged["cells"] = " ".join(sorted(cells["cell_id"]))
         measured = sorted(set(cells["cell_id"]) & with_rows) if judged["verdict"] != NOT_RUN else []
         judged["measured_cells"] = " ".join(measured)
-        judged["population"] = population(cells, inputs, row.get("corpus"))
+        judged["population"] = population(cells, inputs, row.get("corpus"), sampled=reads_a_sample(comparison))
         rows.append(judged)
     return pd.DataFrame.from_records(rows)
 
@@ -222,14 +223,23 @@ def _matching(configs: pd.DataFrame, row: dict[str, Any], keys: tuple[str, ...])
 FULL = "full data"
 
 
-def population(cells: pd.DataFrame, inputs: ReportInputs, corpus: Any = None) -> str:
+def reads_a_sample(comparison: Comparison) -> bool:
+    """Whether the grid's `instances` sample reaches a comparison's numbers: only instance-level analyses read
+    the sample; test metrics and model-level analyses (an ablation's accuracy) read the whole test split."""
+    return not comparison.reads_models and any(
+        ANALYSES[a].scope == "instance" for a in comparison.analyses if a in ANALYSES
+    )
+
+
+def population(cells: pd.DataFrame, inputs: ReportInputs, corpus: Any = None, sampled: bool = True) -> str:
     """What the number's cells were trained and measured on, beside what the paper used: FULL, or each
-    reduction named ('training subset of 5000', 'sample of 500 test instances', 'different corpus: ...')."""
+    reduction named ('training subset of 5000', 'sample of 500 test instances', 'different corpus: ...');
+    `sampled`: whether the number reads the grid's sample of test instances (`reads_a_sample`)."""
     parts = []
     subsets = sorted({c["train"]["max_train"] for c in cells["_config"] if c["train"]["max_train"]})
     if subsets:
         parts.append("training subset of " + " / ".join(str(n) for n in subsets))
-    sample = inputs.grid.spec.instances
+    sample = inputs.grid.spec.instances if sampled else None
     datasets = set(cells["dataset"])
     tests = [DATASETS[d].expected_rows.get("test") if d in DATASETS else None for d in datasets]
     if sample is not None and any(size is None or size > sample for size in tests):

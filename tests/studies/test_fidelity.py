@@ -479,5 +479,7 @@ def test_each_row_names_its_cells_and_population(synthetic_grid):
     sst = row(frame, "sst", "tau_g", "class 0")
     assert sst["cells"].split() == sorted(c.id for c in grid.cells(dataset="sst"))  # both seeds' cells
     assert sst["population"] == "training subset of 200; sample of 500 test instances"
+    # test accuracy is measured on the whole test split, whatever the analyses' sample
+    assert row(frame, "sst", "test_performance")["population"] == "training subset of 200"
     full = synthetic_grid({**JW_GRID, "name": "every-instance", "instances": None})
     assert set(fidelity(ReportInputs.load(full.expanded), entries=[]).frame["population"]) == {FULL}
