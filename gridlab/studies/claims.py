@@ -10,8 +10,10 @@ can decide. `conclusions.py` turns the findings into the claims table, its overa
 Every statistic is one the report's sections already compute (their functions are called here): per model
 over its test instances, then the mean across seeds (`gridlab.report.stats`). Where a rule compares a value
 with a reference, it reads the 95% t-interval across seeds: the claimed side when the whole interval lies on
-it, the opposite side ("reversed") when the whole interval lies there, "partly" when it straddles. With one
-seed there is no interval and the mean decides. The rules and their sources are in docs/conclusions.md.
+it, the opposite side ("reversed") when the whole interval lies there, "partly" when it straddles. Where it
+compares two models, their two intervals decide (`ordered`): apart in the claimed order, apart the other way,
+or overlapping. With one seed there is no interval and the mean decides. The rules and their sources are in
+docs/conclusions.md.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from gridlab.studies.sections.jain_wallace import ALL, figure4_frame, permutatio
 from gridlab.studies.sections.meister import entropy_frame, tau_frame
 from gridlab.studies.sections.serrano_smith import contingency_frame, multi_rankings
 from gridlab.studies.sections.vashishth import TASK_OF_ARCHITECTURE, ablation_frame
-from gridlab.studies.sections.wiegreffe_pinter import VARIANTS, comparison_frame, diagnostic_frame
+from gridlab.studies.sections.wiegreffe_pinter import comparison_frame, diagnostic_frame
 
 HOLDS, PARTLY, REVERSED, NOT_RUN = "holds", "partly", "reversed", "not run"
 VERDICTS = (HOLDS, PARTLY, REVERSED, NOT_RUN)
@@ -192,9 +194,9 @@ def jw_weak_correlation(inputs: ReportInputs) -> list[Finding]:
             difference = float(model["tau_g"] - average["tau_g"])
             if math.isnan(difference):
                 continue
-            verdict = HOLDS if difference < 0 else REVERSED if difference > 0 else PARTLY
+            verdict = ordered(model, average, "tau_g", "below")
             name = "BiLSTM" if encoder == BILSTM else encoder
-            detail = f"mean τ_g: {name} {model['tau_g']:.3f}, average {average['tau_g']:.3f}"
+            detail = f"mean τ_g: {name} {interval(model, 'tau_g')}, average {interval(average, 'tau_g')}"
             shown = {"encoder": encoder, **condition} if len(contextual) > 1 else condition
             findings.append(Finding(shown, seeds, difference, verdict, detail, cells))
     return findings
@@ -341,22 +343,28 @@ def wp_diagnostic(inputs: ReportInputs) -> list[Finding]:
         return []
     frame = diagnostic_frame(rows, None)
     by = model_axes(rows)
-    variants = {v: frame[frame["variant"] == v][[*by, "accuracy"]].rename(columns={"accuracy": v}) for v in VARIANTS}
-    table = variants["base"].merge(variants["uniform"], on=by)  # null keys match null keys
-    table = table.merge(variants["learned"], on=by, how="left")
+    columns = ["accuracy", "accuracy_ci_low", "accuracy_ci_high"]
+
+    def variant(name: str) -> pd.DataFrame:
+        return frame[frame["variant"] == name][[*by, *columns]].rename(columns={c: f"{name}_{c}" for c in columns})
+
+    table = variant("base").merge(variant("uniform"), on=by)  # null keys match null keys
+    table = table.merge(variant("learned"), on=by, how="left")
     if table.empty:
         return []
 
     def decide(row: pd.Series) -> tuple[str, float, str]:
-        base, uniform = row["base"], row["uniform"]
-        other = row.get("learned", math.nan)
+        base, uniform = row["base_accuracy"], row["uniform_accuracy"]
         if pd.isna(base) or pd.isna(uniform):
             return "", math.nan, ""
-        if base > uniform:
-            verdict = HOLDS if pd.isna(other) or base >= other else PARTLY
-        else:
-            verdict = REVERSED if base < uniform else PARTLY
-        detail = f"MLP test accuracy: base attention {base:.4f}, uniform {uniform:.4f}, its own learned {other:.4f}"
+        verdict = ordered(row, row, "base_accuracy", "above", "uniform_accuracy")
+        if verdict == HOLDS and not pd.isna(row.get("learned_accuracy", math.nan)):
+            if apart(row, row, "base_accuracy", "learned_accuracy") == "below":
+                verdict = PARTLY  # above uniform, yet below the MLP's own attention
+        detail = (
+            f"MLP test accuracy: base attention {interval(row, 'base_accuracy', 4)}, uniform "
+            f"{interval(row, 'uniform_accuracy', 4)}, its own learned {interval(row, 'learned_accuracy', 4)}"
+        )
         return verdict, base - uniform, detail
 
     return per_configuration(table, rows, decide)
@@ -375,8 +383,12 @@ def wp_consistent_adversary(inputs: ReportInputs) -> list[Finding]:
         trained, search = row.get("adversary_unfrozen_jsd", math.nan), row["adversarial_jsd_mean"]
         if pd.isna(trained) or pd.isna(search):
             return "", math.nan, ""
-        verdict = HOLDS if trained < search else REVERSED
-        return verdict, trained - search, f"mean JSD: trained adversary {trained:.3f}, J&W's search {search:.3f}"
+        verdict = ordered(row, row, "adversary_unfrozen_jsd", "below", "adversarial_jsd_mean")
+        detail = (
+            f"mean JSD: trained adversary {interval(row, 'adversary_unfrozen_jsd')}, J&W's search "
+            f"{interval(row, 'adversarial_jsd_mean')}"
+        )
+        return verdict, trained - search, detail
 
     return per_configuration(table, adversarial, decide)
 
@@ -551,21 +563,35 @@ def mean_agreement(rows: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return seed_table(filled, model_axes(rows), {"agreement": ("agreement", "mean")})
 
 
-def apart(first: pd.Series, second: pd.Series, column: str) -> str:
-    """'below' / 'above' when `first`'s 95% seed interval of `column` lies wholly below / above `second`'s
-    (one seed: its mean), 'within' when they overlap."""
-    low, high = (
-        first[f"{column}_ci_{e}"] if not pd.isna(first[f"{column}_ci_{e}"]) else first[column] for e in ("low", "high")
-    )
-    other_low, other_high = (
-        second[f"{column}_ci_{e}"] if not pd.isna(second[f"{column}_ci_{e}"]) else second[column]
-        for e in ("low", "high")
-    )
+def apart(first: pd.Series, second: pd.Series, column: str, second_column: str | None = None) -> str:
+    """'below' / 'above' when `first`'s 95% seed interval of `column` lies wholly below / above `second`'s (of
+    `second_column`, default the same; one seed: its mean), 'within' when they overlap."""
+    low, high = _bounds(first, column)
+    other_low, other_high = _bounds(second, second_column or column)
     if high < other_low:
         return "below"
     if low > other_high:
         return "above"
     return "within"
+
+
+def _bounds(row: pd.Series, column: str) -> tuple[float, float]:
+    """The seeds' 95% interval of `column` (`<column>_ci_low/high`), or its mean twice where there is none."""
+    low, high = row.get(f"{column}_ci_low", math.nan), row.get(f"{column}_ci_high", math.nan)
+    return (row[column], row[column]) if pd.isna(low) or pd.isna(high) else (low, high)
+
+
+def ordered(
+    first: pd.Series,
+    second: pd.Series,
+    column: str,
+    claimed: Literal["below", "above"],
+    second_column: str | None = None,
+) -> str:
+    """holds / reversed / partly: `first`'s `column` claimed below / above `second`'s, decided by whether the
+    seeds' 95% intervals lie apart (on the claimed side: holds; on the other: reversed) or overlap (partly)."""
+    where = apart(first, second, column, second_column)
+    return HOLDS if where == claimed else PARTLY if where == "within" else REVERSED
 
 
 def neely_disagreement(inputs: ReportInputs) -> list[Finding]:
@@ -583,8 +609,7 @@ def neely_disagreement(inputs: ReportInputs) -> list[Finding]:
             for _, b in mean_agreement(bilstm, columns).iterrows():
                 if pd.isna(a["agreement"]) or pd.isna(b["agreement"]):
                     continue
-                where = apart(a, b, "agreement")
-                verdict = HOLDS if where == "below" else REVERSED if where == "above" else PARTLY
+                verdict = ordered(a, b, "agreement", "below")
                 condition: dict[str, Any] = {"dataset": dataset}
                 for axis in shown:
                     if (_null(a[axis]) and _null(b[axis])) or a[axis] == b[axis]:
@@ -594,8 +619,8 @@ def neely_disagreement(inputs: ReportInputs) -> list[Finding]:
                 models = (shown_condition(a, model_axes(rows)), shown_condition(b, model_axes(rows)))
                 seeds = sorted({*seeds_of(rows, models[0]), *seeds_of(rows, models[1])})
                 detail = (
-                    f"mean pairwise τ over {len(columns)} pairs of rankings: pretrained {a['agreement']:.3f}"
-                    f"{_interval(a)}, BiLSTM {b['agreement']:.3f}{_interval(b)}"
+                    f"mean pairwise τ over {len(columns)} pairs of rankings: pretrained "
+                    f"{interval(a, 'agreement')}, BiLSTM {interval(b, 'agreement')}"
                 )
                 findings.append(
                     Finding(
@@ -610,9 +635,14 @@ def neely_disagreement(inputs: ReportInputs) -> list[Finding]:
     return findings
 
 
-def _interval(row: pd.Series) -> str:
-    low, high = row["agreement_ci_low"], row["agreement_ci_high"]
-    return " (one seed)" if pd.isna(low) else f" (95% [{low:.3f}, {high:.3f}])"
+def interval(row: pd.Series, column: str, digits: int = 3) -> str:
+    """'0.412 (95% [0.398, 0.426])': the mean across seeds and its interval; '(one seed)' without one."""
+    mean = row.get(column, math.nan)
+    if pd.isna(mean):
+        return "–"
+    low, high = row.get(f"{column}_ci_low", math.nan), row.get(f"{column}_ci_high", math.nan)
+    spread = "(one seed)" if pd.isna(low) or pd.isna(high) else f"(95% [{low:.{digits}f}, {high:.{digits}f}])"
+    return f"{mean:.{digits}f} {spread}"
 
 
 # ---- the declarations ----------------------------------------------------------------------------------------
@@ -627,7 +657,8 @@ CLAIM_LIST: tuple[Claim, ...] = (
         "a contextual encoder's mean τ_g (the BiLSTM's; also the GRU's, CNN's, transformer's or pretrained "
         "model's where the rows have them, each its own condition) minus the average encoder's mean τ_g on the same "
         "dataset, attention and other axes (per model over all test instances, mean across seeds)",
-        "holds when the difference is below 0, reversed above 0. No threshold: §4.1 states a direction "
+        "holds when the contextual encoder's 95% seed interval of τ_g lies wholly below the average encoder's, "
+        "reversed when wholly above, partly when the intervals overlap. No threshold: §4.1 states a direction "
         "(\"gradients in 'average' embedding based models show much higher correspondence with attention\").",
         "`importance_correlation` rows of an lstm (or other contextual) cell and an average-encoder cell on the "
         "same dataset and attention",
@@ -720,8 +751,10 @@ CLAIM_LIST: tuple[Claim, ...] = (
         "about as good as the MLP's own learned attention.",
         ("diagnostic_mlp",),
         "MLP test accuracy with the base model's attention minus with uniform weights, mean across seeds",
-        "holds when base > uniform and base ≥ the MLP's own learned attention; partly when only base > uniform "
-        "(or base = uniform); reversed when base < uniform. No threshold: the variants are ordered. " + WP_SOURCE,
+        "holds when base's 95% seed interval lies wholly above uniform's and not wholly below the MLP's own "
+        "learned attention's; partly when the base and uniform intervals overlap, or base is above uniform but "
+        "below learned; reversed when base's lies wholly below uniform's. No threshold: the variants are "
+        "ordered. " + WP_SOURCE,
         "`diagnostic_mlp` rows (flat classifiers) with variants base and uniform",
         wp_diagnostic,
     ),
@@ -733,7 +766,8 @@ CLAIM_LIST: tuple[Claim, ...] = (
         ("adversarial_model", "adversarial"),
         "mean JSD of the trained (unfrozen) adversary's attention from the base model's minus the mean ε-max "
         "JSD of J&W's search, mean across seeds",
-        "holds when the difference is below 0, reversed otherwise. No threshold: the two are ordered. " + WP_SOURCE,
+        "holds when the trained adversary's 95% seed interval lies wholly below the search's, reversed when "
+        "wholly above, partly when they overlap. No threshold: the two are ordered. " + WP_SOURCE,
         "`adversarial_model` rows (variant unfrozen) and `adversarial` rows of the same learned cells",
         wp_consistent_adversary,
     ),

@@ -213,7 +213,9 @@ HOW_DECIDED = (
     "functions of the report's sections (`gridlab/studies/claims.py` names them). Where a rule compares "
     "a value with a reference, the 95% t-interval across seeds decides: the claimed side when the whole "
     "interval lies on it, reversed when it lies wholly on the other side, partly when it contains the "
-    "reference (one seed: the mean decides). A claim's overall row (condition `all`) holds when every "
+    "reference (one seed: the mean decides). Where it compares two models (or two readings of one), "
+    "their two intervals decide: the claimed order when they lie apart in it, reversed when they lie apart "
+    "the other way, partly when they overlap. A claim's overall row (condition `all`) holds when every "
     "decided condition holds, is reversed when none holds and some are reversed, partly when they "
     "disagree, and not run when the rows decide no condition."
 )

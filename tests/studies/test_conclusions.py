@@ -304,6 +304,31 @@ def test_diagnostic_mlp(fake_inputs, base, uniform, learned, expected):
     assert verdicts(inputs, "wp.diagnostic") == ([expected], expected)
 
 
+def test_diagnostic_mlp_within_the_seeds_spread_is_partly(fake_inputs):
+    """base below uniform in the mean, but the seeds' intervals overlap: no order is shown (the mean alone
+    read 'reversed')."""
+    accuracies = {
+        0: {"base": 0.78, "uniform": 0.80, "learned": 0.80},
+        1: {"base": 0.81, "uniform": 0.80, "learned": 0.80},
+    }
+    rows = [
+        {**axes(seed), "variant": v, "accuracy": a, "f1_macro": a}
+        for seed, variants in accuracies.items()
+        for v, a in variants.items()
+    ]
+    inputs = fake_inputs({"diagnostic_mlp": frame(rows)})
+    assert verdicts(inputs, "wp.diagnostic") == ([PARTLY], PARTLY)
+
+
+def test_weak_correlation_within_the_seeds_spread_is_partly(fake_inputs):
+    records = []
+    for seed, (lstm, average) in enumerate([(0.2, 0.1), (0.4, 0.7)]):  # BiLSTM below in the mean, not apart
+        for encoder, tau in (("lstm", lstm), ("average", average)):
+            records += per_instance(axes(seed, encoder=encoder), tau_columns(tau))
+    inputs = fake_inputs({"importance_correlation": frame(records)})
+    assert verdicts(inputs, "jw.weak_correlation") == ([PARTLY], PARTLY)
+
+
 @pytest.mark.parametrize(("trained", "search", "expected"), [(0.2, 0.6, HOLDS), (0.6, 0.2, REVERSED)])
 def test_consistent_adversary(fake_inputs, trained, search, expected):
     adversaries = per_model({"unfrozen": {"jsd_mean": trained, "tvd_mean": 0.01}, "frozen": {"jsd_mean": 0.9}})
