@@ -76,6 +76,11 @@ class ResourceFault(GridlabError):
     What was finished is kept; freeing the resource and relaunching resumes."""
 
 
+class WorkerLost(ResourceFault):
+    """Ray lost a training trial's worker in a way Tune does not retry (its memory monitor killed the worker as
+    the trial started) and Tune's loop stopped: the experiment stays unfinished, and a relaunch resumes it."""
+
+
 _REMEDY = (
     "(expected room to write results); the cells and parts finished so far are kept: free the resource, then "
     "run the command again to resume"

@@ -35,12 +35,13 @@ from typing import Any
 
 from pyarrow import fs as pafs
 from ray import tune
+from ray.exceptions import RayError
 from ray.tune import PlacementGroupFactory
 
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.data.catalog import DATASETS
 from gridlab.data.prepare import verify_release
-from gridlab.errors import BadInput, Interrupted, ResourceFault, UntrustedExperiment
+from gridlab.errors import BadInput, Interrupted, ResourceFault, UntrustedExperiment, WorkerLost
 from gridlab.execution.actors import AnalysisDispatcher, AnalysisReport, run_analyses, summarize
 from gridlab.execution.codebase import Codebase
 from gridlab.execution.plan import grid_peers, mark_shard_order, plan_jobs, reusable_parts
@@ -270,6 +271,45 @@ def _train(
     _verify_data(grid, pending)
     grid.results_dir.mkdir(parents=True, exist_ok=True)
     store = ModelStore(grid.workspace.models)
+    forced_runs = {cell_id: store.cell(cell_id).mlflow_run_id() for cell_id in force}
+    for resume in range(WORKER_LOSS_RESUMES + 1):
+        # A forced cell retrained before the loss (its folder holds a new run) is not forced again.
+        force = [c for c in force if store.cell(c).mlflow_run_id() == forced_runs[c]]
+        try:
+            _train_pending(grid, pending, force, emit, dispatcher, tracker, status, trust_results)
+            break
+        except WorkerLost as lost:
+            if resume == WORKER_LOSS_RESUMES:
+                raise WorkerLost(
+                    f"{lost}, {counted(resume + 1, 'time')} in this launch; the cells trained so far are kept: "
+                    f"`gridlab launch {grid.file}` resumes (lower the trials' memory, or their number at once)"
+                ) from lost
+            emit(f"warning: {lost}; resuming the launch ({resume + 1} of {WORKER_LOSS_RESUMES})")
+    folders = {c.id: store.cell(c.id) for c in pending}
+    return LaunchReport(
+        trained=[i for i, s in folders.items() if s.state() == "trained"],
+        failed={i: s.failure_reason() or "" for i, s in folders.items() if s.state() == "failed"},
+        skipped=len(grid.cells) - len(pending),
+    )
+
+
+WORKER_LOSS_RESUMES = 2
+"""How often one launch resumes its own experiment after Ray lost a trial's worker (`WorkerLost`): enough for a
+passing memory peak, not a loop on a trial that cannot fit."""
+
+
+def _train_pending(
+    grid: ExpandedGrid,
+    pending: list[Cell],
+    force: list[str],
+    emit: Callable[[str], None],
+    dispatcher: AnalysisDispatcher | None,
+    tracker: Tracker,
+    status: Status | None,
+    trust_results: bool,
+) -> None:
+    """Resume the grid's unfinished experiments, then train what is still untrained in a new one."""
+    store = ModelStore(grid.workspace.models)
     for experiment in _unfinished(grid):
         path, filesystem = _tune_storage(grid, experiment)
         if not trust_results and not _trusted(grid, experiment, path, filesystem, tracker, emit):
@@ -295,12 +335,6 @@ def _train(
     if remaining:
         already = len(grid.cells) - len(pending)
         _run(grid, remaining, tracker, emit, already=already, dispatcher=dispatcher, status=status)
-    folders = {c.id: store.cell(c.id) for c in pending}
-    return LaunchReport(
-        trained=[i for i, s in folders.items() if s.state() == "trained"],
-        failed={i: s.failure_reason() or "" for i, s in folders.items() if s.state() == "failed"},
-        skipped=len(grid.cells) - len(pending),
-    )
 
 
 def _trusted(
@@ -450,6 +484,14 @@ def _fit(tuner: tune.Tuner) -> bool:
     try:
         tuner.fit()
         return tune_catches and signal.getsignal(signal.SIGINT) is handler
+    except RuntimeError as error:
+        # Tune's actor manager handles an actor's death and a task's error; any other Ray error (a worker its
+        # memory monitor killed as the trial started) it re-raises as a RuntimeError that ends the whole fit.
+        if not isinstance(error.__cause__, RayError):
+            raise
+        cause = error.__cause__
+        detail = (str(cause).strip().splitlines() or [""])[0][:200]
+        raise WorkerLost(f"Ray lost a training trial's worker ({type(cause).__name__}: {detail})") from error
     finally:
         signal.signal(signal.SIGINT, handler)
 
