@@ -4,6 +4,8 @@
     >>> model = pretrained_classifier(folder, vocab, classes=2, spec=AttentionSpec("dot", "softmax"), ...)
     >>> encoded = model.encode(batch)              # h (B, T, m) word states, query (B, m) the [CLS] state
     >>> alpha = model.attend(encoded.h, encoded.mask, encoded.query)    # (B, T) [CLS] attention over words
+    >>> with model.encoder.keeping_maps():
+    ...     model.encode(batch)
     >>> model.encoder.attention_maps                # [(B, H, T, T)] layers 1..L-1, pooled to words
 
 The batch holds gridlab's word ids (`<sos> words <eos>`); a table built once from the vocabulary maps every
@@ -29,6 +31,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -126,6 +130,10 @@ class PretrainedEncoder(Encoder):
         self.output_dim = config.hidden_size
         self.max_pieces = min(max_pieces, config.max_position_embeddings)
         self.attention_dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        # Every layer's maps are kept only for a pass that reads them (`keeping_maps`): on 512-piece documents
+        # they are (B, H, P, P) per layer, and pooled to T words (T^2) more, in every forward of training,
+        # leave-one-out, erasure and integrated gradients, which never read them.
+        self.keep_maps = False
         self.attention_maps: list[torch.Tensor] = []  # (B, H, T, T) per layer, pooled to words
         self.packed: Packed | None = None
         self._values: list[torch.Tensor] = []  # (B, H, P, m/H) per layer, for `norm_maps`
@@ -147,6 +155,15 @@ class PretrainedEncoder(Encoder):
         self.attention_maps = [packed.word_map(a) for a in self._piece_maps]
         return packed.words(states)
 
+    @contextmanager
+    def keeping_maps(self) -> Iterator[None]:
+        """Keep every layer's attention maps (and values, for `norm_maps`) of the passes inside."""
+        self.keep_maps = True
+        try:
+            yield
+        finally:
+            self.keep_maps = False
+
     def _layer(self, layer: Any, x: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """One BERT layer (post-norm) over x (B, P, m) with the real `keys` (B, P)."""
         b, p, m = x.shape
@@ -154,8 +171,9 @@ class PretrainedEncoder(Encoder):
         q, k, v = (f(x).view(b, p, self.heads, -1).transpose(1, 2) for f in (own.query, own.key, own.value))
         scores = q @ k.transpose(-1, -2) / math.sqrt(m // self.heads)  # (B, H, P, P)
         attention = torch.softmax(scores.masked_fill(~keys[:, None, None, :], float("-inf")), dim=-1)
-        self._piece_maps.append(attention.detach())
-        self._values.append(v.detach())
+        if self.keep_maps:
+            self._piece_maps.append(attention.detach())
+            self._values.append(v.detach())
         mixed = (self.attention_dropout(attention) @ v).transpose(1, 2).reshape(b, p, m)  # (B, P, m)
         x = layer.attention.output(mixed, x)  # LN(x + dropout(W_O mixed))
         return layer.output(layer.intermediate(x), x)  # LN(x + dropout(FFN(x)))

@@ -12,6 +12,7 @@ import torch
 
 from gridlab.analyses.common import forward_once
 from gridlab.analyses.importance.deletion import deleted_batch, shift_index
+from gridlab.analyses.importance.propagated_attention import attention_rollout
 from gridlab.analyses.importance.scores import ranking_scores
 from gridlab.catalog.analyses import RANKINGS
 from gridlab.config.schema import CellConfig, ModelConfig
@@ -149,6 +150,26 @@ def test_every_ranking_scores_words_and_never_the_markers(data, tiny_bert: Path)
         assert (scores.values[name] > 0)[mask].all() and (scores.values[name] <= 1 + 1e-6).all()
     assert (scores.values["attention_rollout"].sum(-1) <= 1 + 1e-6).all()  # shares of one unit, markers' excluded
     assert scores.ig_gap is not None and (scores.ig_gap < 0.05).all()  # completeness over whole words
+
+
+def test_only_a_pass_that_reads_the_layers_maps_keeps_them(data, tiny_bert: Path):
+    """On 512-piece documents the maps of every layer, pooled to words, took gigabytes in every chunk of
+    leave-one-out, erasure and integrated gradients, which never read them."""
+    model = model_of(data, tiny_bert)
+    batch = batch_of(data)
+    shared = forward_once(model, batch)
+    assert model.encoder.attention_maps == [] and model.encoder.norm_maps() == []
+    with model.encoder.keeping_maps():
+        model.encode(batch)
+    maps = model.encoder.attention_maps
+    assert len(maps) == 1 and maps[0].shape == (batch.size, 4, batch.ids.shape[1], batch.ids.shape[1])
+    real = batch.mask
+    torch.testing.assert_close(maps[0].sum(-1)[real[:, None, :].expand(-1, 4, -1)], torch.ones(4 * int(real.sum())))
+    kept = attention_rollout(maps, shared.encoded.mask, shared.alpha)
+    model.encode(batch)  # a pass outside drops them
+    assert model.encoder.attention_maps == [] and not model.encoder.keep_maps
+    scores = ranking_scores(model, "cell", shared, ["attention_rollout"], "eraser")
+    torch.testing.assert_close(scores.values["attention_rollout"], kept)
 
 
 def test_the_cls_query_is_no_pair_task_for_the_adversarial_budget(data, tiny_bert: Path):

@@ -1,7 +1,8 @@
 """Attention propagated through a Transformer encoder's layers (Abnar & Zuidema 2020) as a score per
 attention item: rollout and flow, and rollout of norm-based attention (docs/analyses.md#rankings).
 
-    >>> maps = transformer_maps(model)          # after `model.encode(batch)`: [(B, H, T, T)] per layer, or None
+    >>> encode_keeping_maps(model, batch)
+    >>> maps = transformer_maps(model)          # that pass's [(B, H, T, T)] per layer, or None
     >>> attention_rollout(maps, mask, alpha)    # (B, T)
     >>> attention_flow(maps, mask, alpha)       # (B, T)
     >>> attention_rollout(transformer_maps(model, norms=True), mask, pooled_norms)   # norm_rollout
@@ -35,6 +36,7 @@ import torch
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
+from gridlab.data.batching import Batch
 from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.encoders import Transformer
 from gridlab.models.pretrained import PretrainedEncoder
@@ -52,6 +54,17 @@ def transformer_maps(model: AttentionClassifier, norms: bool = False) -> list[to
     if not isinstance(encoder, Transformer):
         return None
     return encoder.encoder.norm_maps() if norms else encoder.encoder.attention_maps
+
+
+def encode_keeping_maps(model: AttentionClassifier, batch: Batch) -> None:
+    """Encode `batch` so that `transformer_maps` reads its maps: a pretrained encoder keeps them only when asked
+    (they are large on long documents); a Transformer keeps them on every pass."""
+    encoder = getattr(model, "encoder", None)
+    if isinstance(encoder, PretrainedEncoder):
+        with encoder.keeping_maps():
+            model.encode(batch)
+    else:
+        model.encode(batch)
 
 
 def residual_attention(maps: list[torch.Tensor]) -> tuple[list[torch.Tensor], torch.Tensor]:

@@ -37,7 +37,12 @@ from gridlab.analyses.common import SharedPass, instance_generator
 from gridlab.analyses.importance.gradient import gradient_importance
 from gridlab.analyses.importance.integrated_gradients import integrated_gradients
 from gridlab.analyses.importance.leave_one_out import leave_one_out
-from gridlab.analyses.importance.propagated_attention import attention_flow, attention_rollout, transformer_maps
+from gridlab.analyses.importance.propagated_attention import (
+    attention_flow,
+    attention_rollout,
+    encode_keeping_maps,
+    transformer_maps,
+)
 from gridlab.analyses.ranking import tvd_floor
 from gridlab.catalog.analyses import TRANSFORMER_RANKINGS
 from gridlab.models.classifier import AttentionClassifier
@@ -103,7 +108,7 @@ def _compute(
         shared.memo[("integrated_gradients_gap", ig_steps)] = gap
         return scores
     if name in TRANSFORMER_RANKINGS:
-        model.encode(batch)  # the maps of this batch (other analyses' passes overwrite them)
+        encode_keeping_maps(model, batch)  # the maps of this batch (other analyses' passes overwrite them)
         maps = transformer_maps(model, norms=name == "norm_rollout")
         if maps is None:
             raise ValueError(f"the {name} ranking needs a Transformer encoder")
