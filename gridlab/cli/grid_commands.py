@@ -26,7 +26,7 @@ WhereOption = Annotated[
     typer.Option(
         "--where",
         metavar="PATH=VALUE[,VALUE]",
-        help="Only the cells whose config matches, e.g. dataset=sst (repeatable).",
+        help="Only the cells whose config matches, e.g. dataset=sst (repeatable: a path given twice adds its values).",
     ),
 ]
 COLUMNS = ("dataset", "encoder", "attention", "projection", "architecture", "attention_mode", "seed")

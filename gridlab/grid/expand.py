@@ -459,7 +459,8 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
 
 
 def restrict(grid: ExpandedGrid, where: list[str]) -> ExpandedGrid:
-    """The grid's cells whose config matches every `path=value[,value…]` (e.g. `dataset=sst`, `seed=0,1`).
+    """The grid's cells whose config matches every `path=value[,value…]` (e.g. `dataset=sst`, `seed=0,1`); a
+    path given twice adds its values (`dataset=sst` and `dataset=imdb` as `dataset=sst,imdb`).
 
     Ids stay those of the full grid, so a restricted launch trains exactly the cells the full one would, and
     a later full launch skips them."""
@@ -475,7 +476,7 @@ def restrict(grid: ExpandedGrid, where: list[str]) -> ExpandedGrid:
             )
         if path not in leaf_paths():
             raise GridFileError(grid.file, [("--where", f"'{condition}': " + unknown("key", path, leaf_paths()))])
-        conditions[path] = {v.strip() for v in values.split(",")}
+        conditions.setdefault(path, set()).update(v.strip() for v in values.split(","))
     cells = [
         c
         for c in grid.cells

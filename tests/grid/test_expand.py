@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gridlab.config.schema import CellConfig
-from gridlab.grid.expand import cell_id, expand
+from gridlab.grid.expand import cell_id, expand, restrict
 from gridlab.grid.load import load_grid_file
 
 
@@ -288,3 +288,10 @@ def test_a_grid_that_says_it_shares_a_paper_grids_cells_does(path: Path):
         theirs = {c.id for c in expand(load_grid_file(paper), str(paper), check_data=False).cells}
         ours = {c.id for c in expand(load_grid_file(path), str(path), check_data=False).cells}
         assert bool(ours & theirs) != bool(claim.group(1)), claim.group(0)
+
+
+def test_a_where_path_given_twice_adds_its_values(tmp_path: Path):
+    grid = grid_from(tmp_path, "name: g\ngrid: {dataset: [sst, imdb, 20news], seed: [0, 1]}\n")
+    twice = restrict(grid, ["dataset=sst", "dataset=20news", "seed=1"])
+    assert twice == restrict(grid, ["dataset=sst,20news", "seed=1"])
+    assert sorted(c.config.dataset for c in twice.cells) == ["20news", "sst"]
