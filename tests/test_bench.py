@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -172,3 +173,33 @@ def test_the_device_script_runs_every_step_on_the_cpu(tmp_path: Path):
     assert set(status.values()) == {"0"}
     table = (tmp_path / "out" / "README.md").read_text()
     assert "| adversarial | 6 |" in table and "not run: set PEERS_EXPORT" in table
+
+
+def _gpu_arithmetic():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import gpu_arithmetic  # bench/gpu_arithmetic.py
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    return gpu_arithmetic
+
+
+def test_the_gpu_estimate_counts_the_recurrences_sequential_steps():
+    arithmetic = _gpu_arithmetic()
+    assert arithmetic.recurrent_steps([[5, 6, 7], [5] * 9], None) == 11  # the longest review and <sos>, <eos>
+    words = arithmetic.WORD_CHUNK_ROWS
+    # a HAN batch: 2 documents of 65 and 2 sentences; the longest sentence of each chunk of sentences, longest
+    # first, then the most sentences
+    documents = [[1] * (7 + 64 * 3), [1] * 10]
+    starts = [[0, 7, *range(10, 10 + 63 * 3, 3)], [0, 4]]
+    assert sum(len(s) for s in starts) == words + 3
+    assert arithmetic.recurrent_steps(documents, starts) == 7 + 3 + 65  # chunks led by 7 and by a 3, then 65
+
+
+def test_the_gpu_estimate_bounds_leave_one_out_by_whole_reruns():
+    arithmetic = _gpu_arithmetic()
+    short = arithmetic.loo_steps(np.array([4.0]), state_width=2)  # one chunk holds all 4 deletions
+    assert short == 5
+    chunk = arithmetic.LOO_CHUNK_ELEMENTS
+    long = arithmetic.loo_steps(np.array([1024.0]), state_width=chunk // (1024 * 256))  # 256 deletions a chunk
+    assert long == 4 * 1025

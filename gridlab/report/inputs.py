@@ -116,18 +116,18 @@ class ReportInputs:
         return self._with_settings(frame)
 
     @cached_property
-    def training_commits(self) -> list[str]:
-        """The gridlab commits that trained the grid's trained cells, as their metrics record them (sorted;
-        cells trained before the trainer recorded it add none)."""
+    def cell_commits(self) -> dict[str, str]:
+        """The gridlab commit that trained each trained cell, as its metrics record it (cells trained before
+        the trainer recorded it are absent)."""
         store = ModelStore(self.grid.workspace.models)
-        found = set()
+        found = {}
         for cell in self.grid.cells:
             folder = store.cell(cell.id)
             if folder.state() == "trained":
                 commit = folder.read(CellFiles.METRICS).get("gridlab_commit")
                 if commit:
-                    found.add(str(commit))
-        return sorted(found)
+                    found[cell.id] = str(commit)
+        return found
 
     def _with_settings(self, frame: pd.DataFrame) -> pd.DataFrame:
         """`frame` with a column per setting axis that varies in the grid (`model.embeddings`, ...): rows of

@@ -24,7 +24,6 @@ from gridlab.report.inputs import ReportInputs
 from gridlab.studies.claims import CLAIM_LIST, STALE
 from gridlab.studies.conclusions import OVERALL, conclusions_document, display, finding_rows, overall_row
 from gridlab.studies.conclusions_record import RECORD_COLUMNS, ClaimRecord
-from gridlab.studies.provenance import measured_with
 from gridlab.studies.record import Trace, regenerating
 from gridlab.text import counted
 
@@ -45,7 +44,7 @@ def conclusions_pages(
     """Each claim's findings over `grids` (measured here, else carried from `record`), then its overall row."""
     inputs = {str(grid.file): ReportInputs.load(grid) for grid in grids}
     cells = {str(grid.file): {cell.id for cell in grid.cells} for grid in grids}
-    traces = {file: Trace.of(Path(file), measured_with(inputs[file], commit), today) for file in inputs}
+    traces = {file: Trace.of(Path(file), commit, today, inputs[file].cell_commits) for file in inputs}
     records: list[dict[str, Any]] = []
     for claim in CLAIM_LIST:
         rows = []
@@ -67,7 +66,8 @@ SOURCE = (
     "the claims decided by the grids listed under `conclusions` in gridlab/studies/fidelity_grids.yaml, from "
     "their runs where this machine has them, else from the findings recorded in [conclusions.csv](conclusions.csv). "
     "Each finding is traced there to the cells it was measured on, the grid file's content hash and the gridlab "
-    "commit; the `measured` column below gives its day and commit. A recorded finding is carried while all its "
+    "commit that trained those cells (two where its seeds were trained at two); the `measured` column below "
+    "gives its day and commit. A recorded finding is carried while all its "
     "cells are still the grid's cells and its statistic is still the claim's; otherwise it is *stale*: shown "
     "with its value, counted as not run, until a run replaces it. Edit neither this page nor the CSV by hand. "
     "`gridlab conclusions GRID... --out FILE` writes the same page from any grids' rows, without a record."
@@ -95,11 +95,13 @@ def shown(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def short_commit(commit: str) -> str:
-    """'git 80a3238' (and '-dirty') from 'git <40 hex>[-dirty]'; another text (a version) as it is."""
-    kind, _, name = commit.partition(" ")
-    if kind != "git" or not name:
+    """'git 80a3238' (and '-dirty') from 'git <40 hex>[-dirty]', 'git 80a3238, 45d7ca9' from two such
+    commits (cells trained at two); another text (a version) as it is."""
+    words = commit.split()
+    kinds, names = words[::2], words[1::2]
+    if not names or len(kinds) != len(names) or set(kinds) != {"git"}:
         return commit
-    return f"git {name[:7]}{'-dirty' if name.endswith('-dirty') else ''}"
+    return "git " + ", ".join(f"{name[:7]}{'-dirty' if name.endswith('-dirty') else ''}" for name in names)
 
 
 def stale_text(table: pd.DataFrame) -> str:

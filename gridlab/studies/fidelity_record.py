@@ -3,12 +3,12 @@ regeneration on a machine that lacks some grids' runs shows what was measured, t
 it, instead of turning it back into "not run".
 
 Each recorded number carries what it was measured on: the cells (ids from their resolved configs), the grid
-file's content hash and the gridlab commit (`provenance.py`), and the date. A recorded number is *current*
-when its cells are exactly the cells the grid names for that number today; it is then judged again against
-today's tolerance and ablations, and says in its note when it was measured. Otherwise it is *stale* (the
-grid changed since, or the row was recorded before cells were): shown with its value, verdict `stale`,
-counted as not run, and kept in the record unchanged until a run here replaces it. A row measured here wins
-over the record, unless the record's current measurement averaged more seeds.
+file's content hash and the gridlab commits that trained its cells (`record.Trace`), and the date. A recorded
+number is *current* when its cells are exactly the cells the grid names for that number today; it is then
+judged again against today's tolerance and ablations, and says in its note when it was measured. Otherwise
+it is *stale* (the grid changed since, or the row was recorded before cells were): shown with its value,
+verdict `stale`, counted as not run, and kept in the record unchanged until a run here replaces it. A row
+measured here wins over the record, unless the record's current measurement averaged more seeds.
 
     >>> record = NumberRecord.read(Path("docs/fidelity"))            # empty where no record exists yet
     >>> result = record.carry(fidelity(inputs), entries, trace)      # "not run" rows filled, current or stale
@@ -27,7 +27,7 @@ import pandas as pd
 from gridlab.store.atomic import write_text
 from gridlab.studies.ablations import Ablation, ablation_text
 from gridlab.studies.fidelity import IDENTITY, NOT_RUN, STALE, FidelityResult, rerun_verdict_for, verdict_for
-from gridlab.studies.record import TRACE, Trace, cell_ids, key_text, read_record, same_numbers
+from gridlab.studies.record import TRACE, Trace, cell_ids, kept_trace, key_text, read_record, same_numbers
 from gridlab.studies.walltime import WallTime
 
 TABLES = ("fidelity", "sensitivity")  # which of a grid's two frames a recorded number belongs to
@@ -78,7 +78,7 @@ class NumberRecord:
         for name, frame in zip(TABLES, (result.frame, result.sensitivity)):
             axes = ["axis", "value"] if name == "sensitivity" else []
             traced = _traced(frame, trace)
-            carried.append(_carry_frame(traced, recorded[recorded["frame"] == name], entries, axes))
+            carried.append(_carry_frame(traced, recorded[recorded["frame"] == name], entries, axes, trace))
         return replace(result, frame=carried[0], sensitivity=carried[1])
 
     def wall_time(self, file: str, measured: WallTime) -> tuple[WallTime, str | None]:
@@ -132,12 +132,15 @@ def _traced(frame: pd.DataFrame, trace: Trace) -> pd.DataFrame:
     measured = frame["verdict"] != NOT_RUN if len(frame) else pd.Series(dtype=bool)
     frame["status"] = [CURRENT if m else "" for m in measured]
     frame["grid_hash"] = [trace.grid_hash if m else "" for m in measured]
-    frame["commit"] = [trace.commit if m else "" for m in measured]
+    cells = frame["measured_cells"] if "measured_cells" in frame else pd.Series("", index=frame.index)
+    frame["commit"] = [trace.commit_for(cell_ids(c)) if m else "" for m, c in zip(measured, cells)]
     frame["measured_on"] = [trace.measured_on if m else None for m in measured]
     return frame
 
 
-def _carry_frame(frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Ablation], axes: list[str]) -> pd.DataFrame:
+def _carry_frame(
+    frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Ablation], axes: list[str], trace: Trace
+) -> pd.DataFrame:
     if frame.empty or recorded.empty:
         return frame
     key = [*axes, *IDENTITY]
@@ -155,7 +158,8 @@ def _carry_frame(frame: pd.DataFrame, recorded: pd.DataFrame, entries: list[Abla
             rows += [_carried(row, found, entries, here=row) for found in current]
         else:
             again = [found for found in current if _measured_again(found, row)]
-            rows.append({**row, "commit": again[0]["commit"], "measured_on": again[0]["measured_on"]} if again else row)
+            kept = kept_trace(again[0], trace) if again else None
+            rows.append({**row, "commit": kept.commit, "measured_on": kept.measured_on} if kept else row)
     return pd.DataFrame.from_records(rows, columns=list(frame.columns))
 
 

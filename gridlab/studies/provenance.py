@@ -3,7 +3,7 @@ regeneration can tell whether it is still the grid's: the grid file's content ha
 trained its cells (`gridlab.store.provenance`; each trained cell records it in its metrics).
 
     >>> grid_hash(Path("grids/jain_wallace.yaml"))      # 'sha256:3f1c9a0b2d4e' (its bytes, not its name or date)
-    >>> measured_with(inputs, gridlab_commit())         # the cells' training commits, else this checkout's
+    >>> inputs.cell_commits                             # {'3f1c9a0b2d4e': 'git 45d7ca9...'}: `record.Trace`
 """
 
 from __future__ import annotations
@@ -11,17 +11,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from gridlab.report.inputs import ReportInputs
-
 HASH_CHARS = 12  # hex digits kept: enough to tell two versions of one grid file apart
 
 
 def grid_hash(path: Path) -> str:
     """'sha256:<first 12 hex digits>' of the file's bytes."""
     return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()[:HASH_CHARS]
-
-
-def measured_with(inputs: ReportInputs, checkout: str) -> str:
-    """The commits that trained the grid's cells here (space-separated, sorted), as their metrics record them;
-    `checkout` (the commit writing the page) where no cell records one (cells trained before 2026-11-28)."""
-    return " ".join(inputs.training_commits) or checkout

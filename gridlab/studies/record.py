@@ -2,20 +2,22 @@
 measured value is traced to the run that made it, so that a regeneration on a machine without that run can
 carry it, and tell whether it is still the grid's.
 
-    >>> trace = Trace.of(Path("grids/jain_wallace.yaml"), gridlab_commit(), today)   # what a value measured now gets
+    >>> trace = Trace.of(Path("grids/jain_wallace.yaml"), gridlab_commit(), today, inputs.cell_commits)
+    >>> trace.commit_for(["3f1c9a0b2d4e"])    # the commit that trained those cells, else the checkout's
     >>> frame = read_record(path, COLUMNS, optional=TRACE)                            # the record's CSV, as text
     >>> cell_ids("b a")                                                               # ['a', 'b']
 
 A value is traced to its cells (ids from their resolved configs: a changed grid gives other ids), the grid
-file's content hash and the gridlab commit (`provenance.py`), and the day it was measured. Which recorded
-cells count as "the grid's today" is each record's own rule.
+file's content hash (`provenance.py`), the gridlab commits that trained those cells, and the day it was
+measured. Which recorded cells count as "the grid's today" is each record's own rule.
 """
 
 from __future__ import annotations
 
 import datetime
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +32,28 @@ TRACE = ["cells", "grid_hash", "commit"]  # what a value was measured on, beside
 
 @dataclass(frozen=True)
 class Trace:
-    """What a value measured now is traced to: the grid file's content hash, the gridlab commit, the day."""
+    """What a value measured now is traced to: the grid file's content hash, the gridlab commit that trained
+    its cells (`cell_commits`, as each cell's metrics record it; `commit`, the checkout writing the page, for
+    cells trained before the trainer recorded one), the day."""
 
     grid_hash: str
     commit: str
     measured_on: str
+    cell_commits: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, grid_file: Path, commit: str, today: datetime.date) -> Trace:
-        return cls(grid_hash(grid_file), commit, today.isoformat())
+    def of(
+        cls, grid_file: Path, commit: str, today: datetime.date, cell_commits: Mapping[str, str] | None = None
+    ) -> Trace:
+        return cls(grid_hash(grid_file), commit, today.isoformat(), dict(cell_commits or {}))
+
+    def trained(self, cells: Iterable[str]) -> str:
+        """The commits that trained `cells` (space-separated, sorted); '' when none of them records one."""
+        return " ".join(sorted({self.cell_commits[c] for c in cells if c in self.cell_commits}))
+
+    def commit_for(self, cells: Iterable[str]) -> str:
+        """What a value measured now on `cells` is traced to: the commits that trained them, else `commit`."""
+        return self.trained(cells) or self.commit
 
 
 def same_numbers(recorded: object, measured: object) -> bool:
@@ -53,8 +68,10 @@ def same_numbers(recorded: object, measured: object) -> bool:
 def kept_trace(found: dict[str, Any], trace: Trace) -> Trace:
     """The record's trace for a number measured again on the same cells, grid file and value: the run that
     made it, not the regeneration (another day, another checkout), so a page regenerated with the same runs
-    stays the same bytes."""
-    return Trace(trace.grid_hash, str(found["commit"]), str(found["measured_on"]))
+    stays the same bytes. Its commit is the one its cells record where they record one (a fact of the run),
+    else the record's."""
+    commit = trace.trained(cell_ids(found["cells"])) or str(found["commit"])
+    return Trace(trace.grid_hash, commit, str(found["measured_on"]))
 
 
 def cell_ids(text: object) -> list[str]:

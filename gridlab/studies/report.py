@@ -24,7 +24,6 @@ from gridlab.studies import conclusions
 from gridlab.studies.fidelity import fidelity
 from gridlab.studies.fidelity_record import NumberRecord
 from gridlab.studies.fidelity_text import fidelity_section, fidelity_summary
-from gridlab.studies.provenance import measured_with
 from gridlab.studies.record import Trace
 from gridlab.studies.sections.registry import load_sections
 
@@ -38,7 +37,7 @@ class ReportSummary(build.ReportSummary):
 def build_report(grid: ExpandedGrid, out: Path | None = None) -> ReportSummary:
     inputs = ReportInputs.load(grid)
     # Traced as `gridlab fidelity` traces what it measures: the cells, the grid file's hash, the commit.
-    trace = Trace.of(Path(grid.file), measured_with(inputs, gridlab_commit()), datetime.date.today())
+    trace = Trace.of(Path(grid.file), gridlab_commit(), datetime.date.today(), inputs.cell_commits)
     judged = NumberRecord.empty().carry(fidelity(inputs), [], trace)  # an empty record: nothing carried
     # The claims first (does each paper's conclusion hold on these rows?), then the fidelity table: does this
     # grid reproduce the papers' numbers, and where not, what tests why.

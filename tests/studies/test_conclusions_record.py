@@ -184,6 +184,8 @@ def test_a_record_without_its_columns_is_refused(tmp_path: Path):
 def test_short_commit():
     assert short_commit("git " + "c" * 40 + "-dirty") == "git ccccccc-dirty"
     assert short_commit("gridlab 0.1.0") == "gridlab 0.1.0"
+    assert short_commit(f"git {'a' * 40} git {'b' * 40}") == "git aaaaaaa, bbbbbbb"  # cells trained at two
+    assert short_commit("git") == "git"
 
 
 def plan_file(folder: Path, conclusions: list[Path]) -> Path:

@@ -193,6 +193,19 @@ def test_a_number_is_traced_to_the_commit_that_trained_its_cells(jw, tmp_path: P
     assert set(read_record(tmp_path / "fidelity")["commit"]) == {trained_with}
 
 
+def test_a_number_names_the_commits_of_its_own_cells_only(jw, tmp_path: Path):
+    """A grid trained over several sittings: each number is traced to the commits that trained the cells it was
+    measured on (two when its seeds were trained at two), never to the commits of the grid's other cells."""
+    first, second, elsewhere = ("git " + c * 40 for c in "abc")
+    sst = jw.cells(dataset="sst")
+    for cell in sst:
+        jw.write_trained(cell, gridlab_commit=first if cell.config.seed == 0 else second)
+    jw.write_trained(next(c for c in jw.expanded.cells if c.config.dataset != "sst"), gridlab_commit=elsewhere)
+    measured = pages(jw, tmp_path / "fidelity")
+    assert measured.loc[TAU0, "commit"] == f"{first} {second}"
+    assert elsewhere not in set(read_record(tmp_path / "fidelity")["commit"])
+
+
 def test_the_same_runs_regenerated_later_keep_the_records_trace(jw, tmp_path: Path):
     """Another day, another checkout, the same cells and numbers: the record names the run that made them, so a
     regeneration with the same runs changes no byte; a number that changed takes today's trace."""
