@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import importlib
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -70,17 +72,17 @@ def test_the_end_to_end_rows_run_both_orders_on_real_data(shipped_sst: Path, tmp
     assert any(line.startswith("training epoch, sst") for line in output.splitlines())
 
 
-def _shard_bench():
+def _bench(name: str) -> ModuleType:
+    """bench/<name>.py as a module (bench/ is scripts, not a package)."""
     sys.path.insert(0, str(REPO / "bench"))
     try:
-        import shard  # bench/shard.py
+        return importlib.import_module(name)
     finally:
         sys.path.remove(str(REPO / "bench"))
-    return shard
 
 
 def test_weights_one_float_apart_move_rows_by_rounding_alone(shipped_sst: Path, tmp_path: Path):
-    shard = _shard_bench()
+    shard = _bench("shard")
     cpu = torch.device("cpu")
     run = shard.setup("sst", shipped_sst, tmp_path / "cache", cpu)
     analyses = {"permutation": {"n": 5}}
@@ -91,7 +93,7 @@ def test_weights_one_float_apart_move_rows_by_rounding_alone(shipped_sst: Path, 
 
 
 def test_a_difference_fails_the_bench_unless_rounding_moves_the_same_analysis():
-    shard = _shard_bench()
+    shard = _bench("shard")
 
     def comparison(*columns: str):
         return shard.Comparison(0.5, columns[0], 0.0, 0, 100, {c: (0.5, 3, 1e-4) for c in columns})
@@ -175,17 +177,8 @@ def test_the_device_script_runs_every_step_on_the_cpu(tmp_path: Path):
     assert "| adversarial | 6 |" in table and "not run: set PEERS_EXPORT" in table
 
 
-def _gpu_arithmetic():
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import gpu_arithmetic  # bench/gpu_arithmetic.py
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-    return gpu_arithmetic
-
-
 def test_the_gpu_estimate_counts_the_recurrences_sequential_steps():
-    arithmetic = _gpu_arithmetic()
+    arithmetic = _bench("gpu_arithmetic")
     assert arithmetic.recurrent_steps([[5, 6, 7], [5] * 9], None) == 11  # the longest review and <sos>, <eos>
     words = arithmetic.WORD_CHUNK_ROWS
     # a HAN batch: 2 documents of 65 and 2 sentences; the longest sentence of each chunk of sentences, longest
@@ -197,7 +190,7 @@ def test_the_gpu_estimate_counts_the_recurrences_sequential_steps():
 
 
 def test_the_gpu_estimate_bounds_leave_one_out_by_whole_reruns():
-    arithmetic = _gpu_arithmetic()
+    arithmetic = _bench("gpu_arithmetic")
     short = arithmetic.loo_steps(np.array([4.0]), state_width=2)  # one chunk holds all 4 deletions
     assert short == 5
     chunk = arithmetic.LOO_CHUNK_ELEMENTS
