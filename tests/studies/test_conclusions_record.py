@@ -211,7 +211,9 @@ def test_the_fidelity_command_writes_the_conclusions_and_rebuilds_them_without_r
 
 def test_the_study_lists_the_conclusions_grids_once():
     plan = load_plan()
-    assert plan.conclusions[:2] == ("grids/jain_wallace.yaml", "grids/serrano_smith.yaml")
+    assert plan.conclusions[0] == "grids/jain_wallace.yaml"
     assert "grids/robustness.yaml" in plan.conclusions and len(set(plan.conclusions)) == len(plan.conclusions)
+    # a paper's stated subsets (IMDB on 5,000 reviews) decide its claims as its own grid does
+    assert {grid for paper in plan.papers for grid in paper.decide} <= set(plan.conclusions)
     repo = Path(__file__).resolve().parents[2]
     assert all((repo / file).is_file() for file in plan.conclusions)
