@@ -89,20 +89,32 @@ def out_of_reach_markdown() -> str:
 
 
 def wall_time_frame(grids: list[ExpandedGrid], times: list[tuple[WallTime, str | None]]) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "grid": [g.spec.name for g in grids],
-            "file": [str(g.file) for g in grids],
-            "measured": [on or "–" for _, on in times],
-            "cells": [len(g.cells) for g in grids],
-            "launches": [t.launches for t, _ in times],
-            "unfinished launches": [t.unfinished for t, _ in times],
-            "launch wall time": [duration(t.launch_seconds) if t.launches else "not recorded" for t, _ in times],
-            "trials": [t.trials for t, _ in times],
-            "epochs": [t.epochs for t, _ in times],
-            "trial time (summed)": [duration(t.train_seconds) if t.trials else "–" for t, _ in times],
-        }
-    )
+    """A row per grid file; grids of one name share a results folder, so its times stand once, on the first
+    of them, and the others point there instead of counting the same launches again."""
+    first: dict[str, str] = {}
+    rows = []
+    for grid, (wall, on) in zip(grids, times, strict=True):
+        owner = first.setdefault(grid.spec.name, str(grid.file))
+        row: dict[str, object] = {"grid": grid.spec.name, "file": str(grid.file), "cells": len(grid.cells)}
+        if owner != str(grid.file):
+            rows.append({**row, "measured": f"in {owner}'s row (one results folder)"})
+            continue
+        rows.append(
+            {
+                **row,
+                "measured": on or "–",
+                "launches": wall.launches,
+                "unfinished launches": wall.unfinished,
+                "launch wall time": duration(wall.launch_seconds) if wall.launches else "not recorded",
+                "trials": wall.trials,
+                "epochs": wall.epochs,
+                "trial time (summed)": duration(wall.train_seconds) if wall.trials else "–",
+            }
+        )
+    columns = ["grid", "file", "measured", "cells", "launches", "unfinished launches", "launch wall time"]
+    frame = pd.DataFrame(rows, columns=[*columns, "trials", "epochs", "trial time (summed)"])
+    counts = ["launches", "unfinished launches", "trials", "epochs"]
+    return frame.astype(dict.fromkeys(counts, "Int64"))  # a pointing row's counts read '–', the others stay ints
 
 
 @dataclass(frozen=True)
@@ -333,7 +345,8 @@ def walltime_markdown(grids: list[ExpandedGrid], times: list[tuple[WallTime, str
             "Launch wall time: from the grid's launch log (a start and an end line for every `gridlab launch`; "
             "training and analyses together, trials in parallel). Trial time: Ray Tune's `time_this_iter_s` "
             "summed over every epoch of every trial, so it exceeds the wall time when trials run side by side. "
-            "Grids of one name share a results folder, its launch log and its trials. `measured`: the day the "
+            "Grids of one name share a results folder, its launch log and its trials: their times stand once, on the "
+            "first such grid's row. `measured`: the day the "
             "times were taken (the record's, where this machine holds fewer of the study's trials). "
             "Where these files live: gridlab/store/layout.py.",
         ]

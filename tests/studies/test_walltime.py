@@ -63,3 +63,18 @@ def test_a_launch_writes_what_wall_time_reads(tmp_path: Path):
     lines = [json.loads(line) for line in workspace.launch_log.read_text().splitlines()]
     assert [line["event"] for line in lines] == ["start", "end", "start", "end"]
     assert lines[1]["trained"] == 3 and lines[1]["completed"] and not lines[3]["completed"]
+
+
+def test_grids_of_one_folder_count_its_times_once():
+    from gridlab.studies.fidelity_doc import wall_time_frame
+
+    def grid(name: str, file: str, cells: int) -> SimpleNamespace:
+        return SimpleNamespace(spec=SimpleNamespace(name=name), file=file, cells=[None] * cells)
+
+    grids = [grid("jw", "grids/jw.yaml", 4), grid("jw", "grids/ablations/a.yaml", 2), grid("ss", "grids/ss.yaml", 1)]
+    times = [(WallTime(2, 120.0, 0, 6, 30, 300.0), "2026-11-26")] * 2 + [(WallTime(0, 0.0, 0, 1, 5, 50.0), None)]
+    frame = wall_time_frame(grids, times)
+    assert frame["launches"].tolist()[::2] == [2, 0] and frame["trials"].sum() == 7  # the shared folder once
+    assert frame.loc[1, "measured"] == "in grids/jw.yaml's row (one results folder)"
+    assert frame.loc[1, ["launches", "trials", "epochs"]].isna().all() and frame.loc[1, "cells"] == 2
+    assert frame.loc[2, "measured"] == "–"
