@@ -34,8 +34,14 @@ from gridlab.studies.claims import CLAIM_LIST, HOLDS, NOT_RUN, PARTLY, REVERSED,
 
 SECTION_ID = "conclusions"
 TITLE = "Conclusions: what each paper claimed, and whether these rows support it"
-COLUMNS = ["claim", "condition", "statistic", "value", "verdict", "detail", "seeds", "grid", "paper"]
+# `rule`: the rule that decided the verdict, so that a verdict is cited with it and a record knows when a
+# rule has changed since (`conclusions_record`)
+COLUMNS = ["claim", "condition", "statistic", "value", "verdict", "detail", "seeds", "grid", "paper", "rule"]
 OVERALL = "all"
+OVERALL_RULE = (
+    "holds when every decided condition holds, reversed when none holds and some are reversed, partly when they "
+    "disagree, not run when the rows decide no condition (a stale finding counts as not run)"
+)
 READS = {"cells": "the trained cells' test accuracy"}  # what a claim reads that is not an analysis
 
 
@@ -71,6 +77,7 @@ def finding_rows(claim: Claim, grid: str, inputs: ReportInputs) -> list[dict[str
             "seeds": len(finding.seeds),
             "grid": grid,
             "paper": claim.paper,
+            "rule": claim.rule,
             "cells": " ".join(finding.cells),
         }
         for finding in claim.decide(inputs)
@@ -94,6 +101,7 @@ def overall_row(claim: Claim, rows: Sequence[Mapping[str, Any]], grids: Mapping[
         "seeds": math.nan,
         "grid": ", ".join(grids),
         "paper": claim.paper,
+        "rule": OVERALL_RULE,
     }
 
 

@@ -68,7 +68,8 @@ SOURCE = (
     "Each finding is traced there to the cells it was measured on, the grid file's content hash and the gridlab "
     "commit that trained those cells (two where its seeds were trained at two); the `measured` column below "
     "gives its day and commit. A recorded finding is carried while all its "
-    "cells are still the grid's cells and its statistic is still the claim's; otherwise it is *stale*: shown "
+    "cells are still the grid's cells and its statistic and rule are still the claim's (the CSV keeps the "
+    "rule that decided each verdict); otherwise it is *stale*: shown "
     "with its value, counted as not run, until a run replaces it. Edit neither this page nor the CSV by hand. "
     "`gridlab conclusions GRID... --out FILE` writes the same page from any grids' rows, without a record."
 )
@@ -112,6 +113,6 @@ def stale_text(table: pd.DataFrame) -> str:
     listed = regenerating(stale, "finding")
     return (
         f"\n{counted(len(stale), 'finding')} of {int((table['condition'] != OVERALL).sum())} are stale, counted "
-        f"as not run: recorded on cells that are no longer all the grid's, or by a statistic the claim no longer "
-        f"uses. What regenerates them: {listed}, then `gridlab fidelity`."
+        f"as not run: recorded on cells that are no longer all the grid's, or by a statistic or rule the claim "
+        f"no longer uses. What regenerates them: {listed}, then `gridlab fidelity`."
     )

@@ -9,7 +9,7 @@ The CSV is both the table the page shows and the record: one row per finding, wi
 on (ids from their resolved configs), the grid file's hash, the gridlab commits that trained those cells and
 the day (`record.py`), and its verdict as measured (`measured_verdict`); then the overall rows, which are
 recomputed every time and never read back. A recorded finding is *current* while every one of its cells is
-still a cell of the grid and its statistic is still the claim's: it is then carried as measured. Otherwise it
+still a cell of the grid and its statistic and rule are still the claim's: it is then carried as measured. Otherwise it
 is *stale*: shown with its value, verdict `stale`, counted as not run, and kept as recorded until a run here
 replaces it.
 
@@ -110,9 +110,11 @@ def _as_carried(found: dict[str, Any], current: bool) -> dict[str, Any]:
 
 def _current(found: dict[str, Any], claim: Claim, grid_cells: set[str]) -> bool:
     """Every recorded cell is still one of the grid's (a changed grid file gives changed cell ids) and the
-    finding's statistic is still the claim's; a finding recorded without cells never is."""
+    finding's statistic and rule are still the claim's (a verdict is never carried past a change of the rule
+    that gave it); a finding recorded without cells never is."""
     cells = cell_ids(found["cells"])
-    return bool(cells) and set(cells) <= grid_cells and found["statistic"] == claim.statistic
+    same_rule = found["statistic"] == claim.statistic and found["rule"] == claim.rule
+    return bool(cells) and set(cells) <= grid_cells and same_rule
 
 
 def _same_finding(found: dict[str, Any], row: dict[str, Any]) -> bool:

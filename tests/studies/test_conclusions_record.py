@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from gridlab.cli import app
 from gridlab.errors import GridlabError
-from gridlab.studies.claims import HOLDS, NOT_RUN, PARTLY, REVERSED, STALE
+from gridlab.studies.claims import CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, STALE
 from gridlab.studies.conclusions import OVERALL
 from gridlab.studies.conclusions_doc import ConclusionsPages, conclusions_pages, short_commit
 from gridlab.studies.conclusions_record import RECORD_COLUMNS, ClaimRecord, record_path
@@ -134,6 +134,16 @@ def test_a_finding_recorded_by_another_statistic_is_stale(synthetic_grid, tmp_pa
     remove_runs(grid)
     edited = record.findings.assign(statistic="an older wording")
     assert claim_rows(regenerate(grid, ClaimRecord(edited)))["verdict"].tolist() == [STALE, STALE, NOT_RUN]
+
+
+def test_a_verdict_is_not_carried_past_a_change_of_its_rule(synthetic_grid, tmp_path: Path):
+    grid = with_rows(synthetic_grid)
+    record = saved(regenerate(grid, ClaimRecord.empty(), FIRST, COMMIT), tmp_path)
+    assert (record.findings["rule"] == CLAIMS["jw.weak_correlation"].rule).all()  # each verdict names its rule
+    remove_runs(grid)
+    assert claim_rows(regenerate(grid, record))["verdict"].tolist() == [HOLDS, HOLDS, HOLDS]
+    looser = record.findings.assign(rule="holds when the means are in the claimed order")
+    assert claim_rows(regenerate(grid, ClaimRecord(looser)))["verdict"].tolist() == [STALE, STALE, NOT_RUN]
 
 
 def test_runs_of_some_cells_are_measured_and_the_rest_carried(synthetic_grid, tmp_path: Path):
