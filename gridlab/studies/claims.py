@@ -39,6 +39,7 @@ VERDICTS = (HOLDS, PARTLY, REVERSED, NOT_RUN)
 # A recorded finding whose cells are no longer the grid's (`conclusions_record`): shown, counted as not run.
 STALE = "stale"
 LN2 = math.log(2.0)
+SIGN = {"below": "<", "above": ">", "within": "≈"}  # how two seed intervals lie (`apart`), for reading
 BILSTM = "lstm"  # J&W's BiLSTM; their "average" encoder is gridlab's `average`
 # Encoders whose hidden states mix the words (J&W's BiLSTM and CNN, and the later ones): each is compared with
 # the non-contextual `average` encoder by jw.weak_correlation.
@@ -243,15 +244,16 @@ def ss_single_erasure(inputs: ReportInputs) -> list[Finding]:
     table = contingency_frame(rows)
 
     def decide(row: pd.Series) -> tuple[str, float, str]:
-        flips = row["pct_both"] + row["pct_top_only"]
-        margin = row["pct_top_only"] - row["pct_rand_only"]
+        flips, margin = row["pct_top_flips"], row["top_minus_rand"]
         if pd.isna(flips) or pd.isna(margin):
             return "", math.nan, ""
-        rarely, sooner = flips < 50, margin > 0
-        verdict = HOLDS if rarely and sooner else REVERSED if flips > 50 and margin < 0 else PARTLY
+        rarely = side(flips, row["pct_top_flips_ci_low"], row["pct_top_flips_ci_high"], 50.0)
+        sooner = side(margin, row["top_minus_rand_ci_low"], row["top_minus_rand_ci_high"], 0.0)
+        verdict = {("below", "above"): HOLDS, ("above", "below"): REVERSED}.get((rarely, sooner), PARTLY)
         detail = (
-            f"erasing i* flips {flips:.1f}% of instances; only i* flips {row['pct_top_only']:.1f}%, "
-            f"only r flips {row['pct_rand_only']:.1f}%"
+            f"erasing i* flips {interval(row, 'pct_top_flips', 1, '%')} of instances; only i* flips "
+            f"{row['pct_top_only']:.1f}%, only r flips {row['pct_rand_only']:.1f}%: the difference "
+            f"{interval(row, 'top_minus_rand', 1)} points"
         )
         return verdict, margin, detail
 
@@ -283,13 +285,16 @@ def ss_erasure_order(inputs: ReportInputs) -> list[Finding]:
     table = erasure_order_frame(rows)
 
     def decide(row: pd.Series) -> tuple[str, float, str]:
-        g, a, r = (row[f"median_{name}"] for name in ORDER)
-        if any(pd.isna(v) for v in (g, a, r)):
+        g, a, r = (f"median_{name}" for name in ORDER)
+        if any(pd.isna(row[column]) for column in (g, a, r)):
             return "", math.nan, ""
-        verdict = HOLDS if g < a < r else REVERSED if g > a > r else PARTLY
-        sign = lambda x, y: "<" if x < y else ">" if x > y else "="  # noqa: E731
-        detail = f"median fraction erased: gradient {g:.3f} {sign(g, a)} attention {a:.3f} {sign(a, r)} random {r:.3f}"
-        return verdict, a, detail
+        first, second = apart(row, row, g, a), apart(row, row, a, r)
+        verdict = HOLDS if first == second == "below" else REVERSED if first == second == "above" else PARTLY
+        detail = (
+            f"median fraction erased: gradient {interval(row, g)} {SIGN[first]} attention {interval(row, a)} "
+            f"{SIGN[second]} random {interval(row, r)}"
+        )
+        return verdict, row[a], detail
 
     return per_configuration(table, rows, decide)
 
@@ -458,19 +463,20 @@ def meister_sparsity(inputs: ReportInputs) -> list[Finding]:
     findings = []
     for _, group in table.groupby(shared, dropna=False, sort=True):
         dense = group[group["projection"] == "softmax"]
-        sparse = group[group["projection"] != "softmax"]
+        sparse = group[(group["projection"] != "softmax") & group["tau_gy_x"].notna()]
         if len(dense) != 1 or sparse.empty or pd.isna(dense["tau_gy_x"].iloc[0]):
             continue
-        differences = (sparse["tau_gy_x"] - dense["tau_gy_x"].iloc[0]).dropna()
-        if differences.empty:
-            continue
-        verdict = HOLDS if (differences <= 0).all() else REVERSED if (differences > 0).all() else PARTLY
+        softmax = dense.iloc[0]
+        differences = sparse["tau_gy_x"] - softmax["tau_gy_x"]
+        sides = [apart(row, softmax, "tau_gy_x") for _, row in sparse.iterrows()]
+        verdict = HOLDS if set(sides) == {"below"} else REVERSED if set(sides) == {"above"} else PARTLY
         names = [_projection(p, lam) for p, lam in zip(sparse["projection"], sparse["projection_lambda"])]
-        detail = f"mean τ(α, g_y(x)): softmax {dense['tau_gy_x'].iloc[0]:.3f}; " + ", ".join(
-            f"{name} {tau:.3f}" for name, tau in zip(names, sparse["tau_gy_x"])
+        detail = f"mean τ(α, g_y(x)): softmax {interval(softmax, 'tau_gy_x')}; " + ", ".join(
+            f"{name} {interval(row, 'tau_gy_x')} ({SIGN[where]} softmax)"
+            for name, (_, row), where in zip(names, sparse.iterrows(), sides)
         )
-        key = shown_condition(dense.iloc[0], shared)
-        condition = shown_condition(dense.iloc[0], shown)
+        key = shown_condition(softmax, shared)
+        condition = shown_condition(softmax, shown)
         value = float(differences.max())
         findings.append(Finding(condition, seeds_of(rows, key), value, verdict, detail, cells_of(rows, key)))
     return findings
@@ -635,14 +641,15 @@ def neely_disagreement(inputs: ReportInputs) -> list[Finding]:
     return findings
 
 
-def interval(row: pd.Series, column: str, digits: int = 3) -> str:
-    """'0.412 (95% [0.398, 0.426])': the mean across seeds and its interval; '(one seed)' without one."""
+def interval(row: pd.Series, column: str, digits: int = 3, unit: str = "") -> str:
+    """'0.412 (95% [0.398, 0.426])': the mean across seeds and its interval; '(one seed)' without one.
+    `unit` follows the mean: '1.5% (95% [0.2, 2.8])'."""
     mean = row.get(column, math.nan)
     if pd.isna(mean):
         return "–"
     low, high = row.get(f"{column}_ci_low", math.nan), row.get(f"{column}_ci_high", math.nan)
     spread = "(one seed)" if pd.isna(low) or pd.isna(high) else f"(95% [{low:.{digits}f}, {high:.{digits}f}])"
-    return f"{mean:.{digits}f} {spread}"
+    return f"{mean:.{digits}f}{unit} {spread}"
 
 
 # ---- the declarations ----------------------------------------------------------------------------------------
@@ -698,9 +705,10 @@ CLAIM_LIST: tuple[Claim, ...] = (
         ("erasure_single",),
         "% of instances (T ≥ 2) where only i* flips minus % where only a random r flips, beside % where "
         "erasing i* flips at all (per model, mean across seeds)",
-        "holds when erasing i* flips fewer than 50% of instances ('in the vast majority of cases, erasing i* "
-        "does not change the decision', §4.2) and only-i* exceeds only-r (the off-diagonal cells §4.2 compares); "
-        "reversed when i* flips more than 50% and only-r exceeds only-i*; partly otherwise.",
+        "holds when the seeds' 95% interval of the % where erasing i* flips lies wholly below 50% ('in the vast "
+        "majority of cases, erasing i* does not change the decision', §4.2) and that of only-i* minus only-r "
+        "(the off-diagonal cells §4.2 compares) wholly above 0; reversed when the first lies wholly above 50% "
+        "and the second wholly below 0; partly otherwise (an interval that contains its reference included).",
         "`erasure_single` rows of any learned-attention classifier",
         ss_single_erasure,
     ),
@@ -711,8 +719,9 @@ CLAIM_LIST: tuple[Claim, ...] = (
         ("erasure_multi",),
         "median fraction of items erased before the decision flips (never flipped = 1.0), per model over "
         "instances with T ≥ 2, mean across seeds, for the gradient, attention and random rankings",
-        "holds when gradient < attention < random; reversed when gradient > attention > random; partly "
-        "otherwise (ties included). No threshold: §5.4 orders the rankings.",
+        "holds when the seeds' 95% interval of the gradient ranking's median lies wholly below the attention "
+        "ranking's, and that one wholly below the random ranking's; reversed when both lie wholly above; partly "
+        "otherwise (overlapping intervals, equal medians included). No threshold: §5.4 orders the rankings.",
         "`erasure_multi` rows with the rankings gradient, attention and random",
         ss_erasure_order,
     ),
@@ -825,8 +834,9 @@ CLAIM_LIST: tuple[Claim, ...] = (
         ("sparsity_importance",),
         "largest mean τ(α, g_y(x)) of a sparse projection (sparsemax, entmax15, sparsegen at each λ) minus "
         "softmax's, on the same dataset, encoder and attention, mean across seeds",
-        "holds when no sparse projection's τ is above softmax's; reversed when every one is; partly otherwise. "
-        "No threshold: Fig. 3 states a direction ('a downward trend in this correlation as λ is increased').",
+        "holds when every sparse projection's 95% seed interval of τ lies wholly below softmax's; reversed when "
+        "every one lies wholly above; partly otherwise (an interval that overlaps softmax's included). No "
+        "threshold: Fig. 3 states a direction ('a downward trend in this correlation as λ is increased').",
         "`sparsity_importance` rows of a softmax cell and a sparse-projection cell on the same dataset",
         meister_sparsity,
     ),

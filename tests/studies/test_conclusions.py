@@ -185,16 +185,33 @@ def test_single_erasure(fake_inputs, top, rand, expected):
     assert verdicts(inputs, "ss.single_erasure") == ([expected], expected)
 
 
+def test_single_erasure_within_the_seeds_spread_is_partly(fake_inputs):
+    """Only-i* above only-r in the mean (10% vs 0%), but one seed's r flips as often as its i*: the interval of
+    the difference contains 0, so the rule cannot say i* flips more often."""
+    seeds = {0: ([True] * 2 + [False] * 8, [False] * 10), 1: ([True] + [False] * 9, [True] + [False] * 9)}
+    records = []
+    for seed, (top, rand) in seeds.items():
+        columns = {"flip_top": top, "flip_rand": rand, "delta_js": [0.1] * 10, "js_top": [0.1] * 10}
+        records += per_instance(axes(seed), {**columns, "js_rand": [0.0] * 10})
+    inputs = fake_inputs({"erasure_single": frame(records)})
+    assert verdicts(inputs, "ss.single_erasure") == ([PARTLY], PARTLY)
+
+
 def erasure_multi(gradient: float, attention: float, random: float) -> pd.DataFrame:
-    def columns(_):
-        fractions = {"gradient": gradient, "attention": attention, "random": random}
-        return {
+    return erasure_multi_by_seed({seed: (gradient, attention, random) for seed in (0, 1)})
+
+
+def erasure_multi_by_seed(fractions: dict[int, tuple[float, float, float]]) -> pd.DataFrame:
+    """Seed -> the fraction erased before the flip by gradient, attention and random, on three instances."""
+    records = []
+    for seed, values in fractions.items():
+        columns = {
             f"{k}_{r}": [f * (8 if k == "removed" else 1)] * 3
-            for r, f in fractions.items()
+            for r, f in zip(("gradient", "attention", "random"), values)
             for k in ("frac", "removed")
         }
-
-    return by_seed(columns, {0: [0.0], 1: [0.0]})
+        records += per_instance(axes(seed), columns)
+    return frame(records)
 
 
 RANKINGS = {"erasure_multi": SimpleNamespace(rankings=["attention", "random", "gradient"], exact_max_len=0)}
@@ -212,6 +229,14 @@ RANKINGS = {"erasure_multi": SimpleNamespace(rankings=["attention", "random", "g
 def test_erasure_order(fake_inputs, fractions, expected):
     inputs = fake_inputs({"erasure_multi": erasure_multi(*fractions)}, analyses=RANKINGS)
     assert verdicts(inputs, "ss.erasure_order") == ([expected], expected)
+
+
+def test_erasure_order_within_the_seeds_spread_is_partly(fake_inputs):
+    """gradient 0.30 < attention 0.325 < random 0.8 in the means, but the seeds disagree on gradient against
+    attention (0.1 < 0.3, 0.5 > 0.35): their intervals overlap, so the order is not shown."""
+    rows = erasure_multi_by_seed({0: (0.1, 0.3, 0.8), 1: (0.5, 0.35, 0.8)})
+    inputs = fake_inputs({"erasure_multi": rows}, analyses=RANKINGS)
+    assert verdicts(inputs, "ss.erasure_order") == ([PARTLY], PARTLY)
 
 
 def test_erasure_order_needs_all_three_rankings(fake_inputs):
@@ -413,6 +438,17 @@ def test_input_vs_intermediate(fake_inputs, entropy, expected):
 def test_sparsity(fake_inputs, taus, expected):
     inputs = fake_inputs({"sparsity_importance": sparsity(0.9, taus)})
     assert verdicts(inputs, "meister.sparsity") == ([expected], expected)
+
+
+def test_sparsity_within_the_seeds_spread_is_partly(fake_inputs):
+    """sparsemax below softmax in the mean (0.3 against 0.35) but not apart: its seeds give 0.1 and 0.5."""
+    records = []
+    for seed, (softmax, sparsemax) in enumerate([(0.3, 0.1), (0.4, 0.5)]):
+        for projection, tau in (("softmax", softmax), ("sparsemax", sparsemax)):
+            columns = {"entropy_gh_x": [0.9] * 3, **{t: [tau] * 3 for t in TAUS}}
+            records += per_instance(axes(seed, projection=projection, projection_lambda=math.nan), columns)
+    inputs = fake_inputs({"sparsity_importance": frame(records)})
+    assert verdicts(inputs, "meister.sparsity") == ([PARTLY], PARTLY)
 
 
 def test_sparsity_needs_a_softmax_cell(fake_inputs):

@@ -40,6 +40,7 @@ CELLS = (
     ("pct_rand_only", "only r flips"),
     ("pct_neither", "neither flips"),
 )
+READINGS = ("pct_top_flips", "top_minus_rand")  # what ss.single_erasure decides by (gridlab.studies.claims)
 RANKING_PAIRS = (("gradient", "attention"), ("grad_x_attention", "attention"))
 DELTA_ALPHA_BINS = np.linspace(0.0, 1.0, 11)
 
@@ -67,7 +68,9 @@ def flag(values: pd.Series) -> pd.Series:
 
 def contingency_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """Per configuration: % of instances (T >= 2) in each cell of the flip contingency, per seed then across
-    seeds, and the % with negative delta JS (erasing i* moved the output less than erasing r)."""
+    seeds, and the % with negative delta JS (erasing i* moved the output less than erasing r); and the two
+    readings §4.2 compares, each with its own seed interval: % where erasing i* flips at all, and % only-i*
+    minus % only-r (per instance that is flip(i*) - flip(r))."""
     top, rand = flag(rows["flip_top"]), flag(rows["flip_rand"])
     kept = top.notna() & rand.notna()
     frame = rows[kept].assign(
@@ -76,9 +79,10 @@ def contingency_frame(rows: pd.DataFrame) -> pd.DataFrame:
         pct_rand_only=100 * (1 - top[kept]) * rand[kept],
         pct_neither=100 * (1 - top[kept]) * (1 - rand[kept]),
         pct_negative_delta_js=100 * (rows.loc[kept, "delta_js"].astype(float) < 0).astype(float),
+        pct_top_flips=100 * top[kept],
+        top_minus_rand=100 * (top[kept] - rand[kept]),
     )
-    measures = {name: (name, "mean") for name, _ in CELLS}
-    measures["pct_negative_delta_js"] = ("pct_negative_delta_js", "mean")
+    measures = {name: (name, "mean") for name in (*dict(CELLS), "pct_negative_delta_js", *READINGS)}
     return seed_table(frame, model_axes(rows), measures)
 
 
