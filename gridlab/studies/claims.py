@@ -5,7 +5,7 @@ can decide. `conclusions.py` turns the findings into the claims table, its overa
     >>> claim = CLAIMS["ss.erasure_order"]
     >>> findings = claim.decide(ReportInputs.load(expanded))   # [] when the rows cannot decide it
     >>> findings[0].verdict, findings[0].value, findings[0].detail
-    ('holds', 0.25, 'median fraction erased: gradient 0.125 < attention 0.250 < random 0.500')
+    ('holds', 0.25, 'median fraction erased: gradient 0.125 (95% [0.101, 0.149]) < attention 0.250 (95% ...')
 
 Every statistic is one the report's sections already compute (their functions are called here): per model
 over its test instances, then the mean across seeds (`gridlab.report.stats`). Where a rule compares a value

@@ -223,7 +223,9 @@ HOW_DECIDED = (
     "interval lies on it, reversed when it lies wholly on the other side, partly when it contains the "
     "reference (one seed: the mean decides). Where it compares two models (or two readings of one), "
     "their two intervals decide: the claimed order when they lie apart in it, reversed when they lie apart "
-    "the other way, partly when they overlap. A claim's overall row (condition `all`) holds when every "
+    "the other way, partly when they overlap. A claim that something makes no difference "
+    "(`wp.uniform_baseline`, `vashishth.single_sequence`) holds while the interval its rule names shows no "
+    "difference and is reversed when it shows one. A claim's overall row (condition `all`) holds when every "
     "decided condition holds, is reversed when none holds and some are reversed, partly when they "
     "disagree, and not run when the rows decide no condition."
 )
