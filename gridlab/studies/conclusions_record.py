@@ -9,9 +9,9 @@ The CSV is both the table the page shows and the record: one row per finding, wi
 on (ids from their resolved configs), the grid file's hash, the gridlab commits that trained those cells and
 the day (`record.py`), and its verdict as measured (`measured_verdict`); then the overall rows, which are
 recomputed every time and never read back. A recorded finding is *current* while every one of its cells is
-still a cell of the grid and its statistic and rule are still the claim's: it is then carried as measured. Otherwise it
-is *stale*: shown with its value, verdict `stale`, counted as not run, and kept as recorded until a run here
-replaces it.
+still a cell of the grid and its statistic and rule are still the claim's: it is then carried as measured.
+Otherwise it is *stale*: shown with its value, verdict `stale`, counted as not run, and kept as recorded until
+a run here replaces it.
 
 A finding measured here replaces the recorded one of the same claim, grid and condition (the condition's axes;
 its seeds may differ), or whose cells include or are included in its own: except that a current recorded

@@ -345,9 +345,9 @@ def walltime_markdown(grids: list[ExpandedGrid], times: list[tuple[WallTime, str
             "Launch wall time: from the grid's launch log (a start and an end line for every `gridlab launch`; "
             "training and analyses together, trials in parallel). Trial time: Ray Tune's `time_this_iter_s` "
             "summed over every epoch of every trial, so it exceeds the wall time when trials run side by side. "
-            "Grids of one name share a results folder, its launch log and its trials: their times stand once, on the "
-            "first such grid's row. `measured`: the day the "
-            "times were taken (the record's, where this machine holds fewer of the study's trials). "
+            "Grids of one name share a results folder, its launch log and its trials: their times stand once, on "
+            "the first such grid's row. `measured`: the day the times were taken (the record's, where this "
+            "machine holds fewer of the study's trials). "
             "Where these files live: gridlab/store/layout.py.",
         ]
     )
