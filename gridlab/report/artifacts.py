@@ -52,3 +52,22 @@ class SectionOutput:
 
     artifacts: list[Artifact] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # e.g. "adversarial rows (analysis not run)"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a report's numbers were computed from, so that each table and figure can be traced: the grid file
+    and its content hash, the commit that trained each cell (absent for cells trained before the trainer
+    recorded one), and the commit that rendered the report. Each section names the cells whose rows it read."""
+
+    grid_file: str
+    grid_hash: str
+    rendered_with: str  # `gridlab.store.provenance.gridlab_commit()` when the report was written
+    cell_commits: dict[str, str] = field(default_factory=dict)  # cell id -> 'git <hash>'
+
+    def trained_with(self, cells: tuple[str, ...]) -> list[str]:
+        """The distinct commits that trained `cells`, sorted; 'not recorded' for cells without one."""
+        return sorted({self.cell_commits.get(cell, NOT_RECORDED) for cell in cells})
+
+
+NOT_RECORDED = "not recorded"

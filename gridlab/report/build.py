@@ -12,15 +12,17 @@ read as if that paper's analyses had nothing to show.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from gridlab.catalog.analyses import ANALYSES
-from gridlab.report.artifacts import Figure, Fragment, SectionOutput, Table
+from gridlab.report.artifacts import Figure, Fragment, Provenance, SectionOutput, Table
 from gridlab.report.inputs import ReportInputs
 from gridlab.report.render import SectionResult, render_report
 from gridlab.report.sections import Section
+from gridlab.store.provenance import grid_hash, gridlab_commit
 from gridlab.text import counted
 
 
@@ -56,6 +58,20 @@ def analysis_missing(analysis_id: str, inputs: ReportInputs) -> str:
     )
 
 
+def cells_read(inputs: ReportInputs, analyses: Sequence[str]) -> tuple[str, ...]:
+    """The cells with rows in any of `analyses`, sorted; with no analyses, every trained cell (the section
+    reads their test metrics)."""
+    if not analyses:
+        return tuple(sorted(inputs.cells["cell_id"].astype(str)))
+    frames = [rows for a in analyses if (rows := inputs.rows(a)) is not None]
+    return tuple(sorted({str(c) for rows in frames for c in rows["cell_id"].dropna()}))
+
+
+def provenance(inputs: ReportInputs) -> Provenance:
+    grid = inputs.grid
+    return Provenance(str(grid.file), grid_hash(Path(grid.file)), gridlab_commit(), dict(inputs.cell_commits))
+
+
 def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
     absent = [a for a in section.analyses if inputs.rows(a) is None]
     lines = [analysis_missing(a, inputs) for a in absent]
@@ -75,7 +91,9 @@ def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
     lines += [line for line in output.missing if line not in lines and not line.startswith(covered)]
     if not output.artifacts:  # its analyses ran, yet there is nothing to show: say so, do not render it empty
         return SectionResult(section.id, section.title, [], lines or ["no artifacts for these rows"], rendered=False)
-    return SectionResult(section.id, section.title, list(output.artifacts), lines)
+    return SectionResult(
+        section.id, section.title, list(output.artifacts), lines, cells=cells_read(inputs, section.analyses)
+    )
 
 
 def build_report(
@@ -96,7 +114,11 @@ def build_report(
         f"rows from {grid.workspace.analyses}. Every number in the tables is computed from those rows, "
         f"per model first and then across seeds{sources}."
     )
-    render_report([*lead, *results], out, title=f"gridlab report: {grid.spec.name}", intro=intro)
+    # The lead (the claims and fidelity tables) reads every analysis's rows and the cells' test metrics.
+    every = cells_read(inputs, ())
+    lead = [section if section.cells else dataclasses.replace(section, cells=every) for section in lead]
+    title = f"gridlab report: {grid.spec.name}"
+    render_report([*lead, *results], out, title=title, intro=intro, provenance=provenance(inputs))
     artifacts = [a for r in results for a in r.artifacts]
     return ReportSummary(
         out=out,

@@ -8,7 +8,9 @@
       <table id>.csv      the same table at full precision
       <figure id>.png     matplotlib (Agg), dpi 110
       <fragment id>.html  each fragment as a page of its own
-      report.json         the manifest: every artifact (id, kind, section, files) and what is missing
+      report.json         the manifest: every artifact (id, kind, section, files, the cells whose rows it
+                          read and the commits that trained them), what is missing, and the report's
+                          provenance (grid file, its content hash, the commit that rendered it)
 
     >>> manifest = render_report([SectionResult("jain_wallace", "Jain & Wallace (2019)", artifacts, [])],
     ...                          Path("runs/quick/report"), title="quick")
@@ -34,11 +36,12 @@ import numpy as np
 import pandas as pd
 
 from gridlab.errors import GridlabError
-from gridlab.report.artifacts import Artifact, Figure, Fragment, Table
+from gridlab.report.artifacts import Artifact, Figure, Fragment, Provenance, Table
 from gridlab.store.atomic import publish_folder, replaced, staging_folder, write_text
+from gridlab.text import counted
 
 MANIFEST = "report.json"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: cells and commits per section and artifact, the report's provenance
 DPI = 110
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -52,16 +55,19 @@ class SectionResult:
     artifacts: list[Artifact] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     rendered: bool = True  # False: none of its analyses ran; listed under missing, no empty section
+    cells: tuple[str, ...] = ()  # the cells whose rows its artifacts were computed from, sorted
 
 
-def render_report(sections: list[SectionResult], out: Path, title: str, intro: str = "") -> dict:
+def render_report(
+    sections: list[SectionResult], out: Path, title: str, intro: str = "", provenance: Provenance | None = None
+) -> dict:
     """Writes the folder `out` (replacing a previous report there) and returns the manifest it wrote."""
     _check_ids(sections)
     out = Path(out)
     _check_replaceable(out)
     staging = staging_folder(out)
     try:
-        manifest = _write_all(sections, staging, title, intro)
+        manifest = _write_all(sections, staging, title, intro, provenance)
         publish_folder(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -95,7 +101,9 @@ def _check_replaceable(out: Path) -> None:
 # ---------------------------------------------------------------- files
 
 
-def _write_all(sections: list[SectionResult], folder: Path, title: str, intro: str) -> dict:
+def _write_all(
+    sections: list[SectionResult], folder: Path, title: str, intro: str, provenance: Provenance | None
+) -> dict:
     entries = []
     for section in sections:
         for artifact in section.artifacts:
@@ -107,12 +115,14 @@ def _write_all(sections: list[SectionResult], folder: Path, title: str, intro: s
                     "section": section.id,
                     "title": artifact.title,
                     "files": files,
+                    **_trace(section, provenance),
                 }
             )
     manifest = {
         "version": MANIFEST_VERSION,
         "title": title,
         "index": "index.html",
+        "provenance": _provenance_entry(provenance),
         "sections": [
             {
                 "id": s.id,
@@ -120,15 +130,32 @@ def _write_all(sections: list[SectionResult], folder: Path, title: str, intro: s
                 "rendered": s.rendered,
                 "artifacts": [a.id for a in s.artifacts],
                 "missing": list(s.missing),
+                **_trace(s, provenance),
             }
             for s in sections
         ],
         "artifacts": entries,
         "missing": [f"{s.title}: {line}" for s in sections for line in s.missing],
     }
-    write_text(folder / "index.html", _index_html(sections, title, intro, folder))
+    write_text(folder / "index.html", _index_html(sections, title, intro, folder, provenance))
     write_text(folder / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest
+
+
+def _trace(section: SectionResult, provenance: Provenance | None) -> dict:
+    """The cells a section's artifacts were computed from, and the commits that trained them."""
+    trained = provenance.trained_with(section.cells) if provenance else []
+    return {"cells": list(section.cells), "trained_with": trained}
+
+
+def _provenance_entry(provenance: Provenance | None) -> dict:
+    if provenance is None:
+        return {}
+    return {
+        "grid_file": provenance.grid_file,
+        "grid_hash": provenance.grid_hash,
+        "rendered_with": provenance.rendered_with,
+    }
 
 
 def _kind(artifact: Artifact) -> str:
@@ -234,6 +261,23 @@ window.addEventListener("load",function(){document.querySelectorAll("img.gridlab
 """
 
 
+def provenance_text(provenance: Provenance) -> str:
+    """The report's line on where its numbers come from."""
+    return (
+        f"Grid file {provenance.grid_file} ({provenance.grid_hash}); rendered with {provenance.rendered_with}. "
+        f"Each section names the cells whose rows it read and the commits that trained them; {MANIFEST} lists "
+        "them by id for every table and figure."
+    )
+
+
+def section_trace_text(section: SectionResult, provenance: Provenance) -> str:
+    """'Rows of 6 cells, trained with git 45d7ca9...': what this section's tables and figures were computed from."""
+    if not section.cells:
+        return "Rows of no trained cell."
+    trained = ", ".join(provenance.trained_with(section.cells))
+    return f"Rows of {counted(len(section.cells), 'cell')}, trained with {trained}."
+
+
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
@@ -283,7 +327,9 @@ def _missing_html(lines: list[str]) -> str:
     return f'<div class="missing"><strong>Missing</strong><ul>{items}</ul></div>'
 
 
-def _index_html(sections: list[SectionResult], title: str, intro: str, folder: Path) -> str:
+def _index_html(
+    sections: list[SectionResult], title: str, intro: str, folder: Path, provenance: Provenance | None
+) -> str:
     shown = [s for s in sections if s.rendered]
     absent = [s for s in sections if not s.rendered]
     toc = "".join(f'<li><a href="#{_e(s.id)}">{_e(s.title)}</a></li>' for s in shown)
@@ -292,11 +338,14 @@ def _index_html(sections: list[SectionResult], title: str, intro: str, folder: P
     parts = [f"<h1>{_e(title)}</h1>"]
     if intro:
         parts.append(f'<p class="caption">{_e(intro)}</p>')
+    if provenance is not None:
+        parts.append(f'<p class="caption">{_e(provenance_text(provenance))}</p>')
     parts.append(f"<nav><h2>Contents</h2><ol>{toc}</ol></nav>")
     for section in shown:
         body = "\n".join(_artifact_html(a, folder) for a in section.artifacts)
+        traced = f'<p class="caption">{_e(section_trace_text(section, provenance))}</p>' if provenance else ""
         parts.append(
-            f'<section id="{_e(section.id)}"><h2>{_e(section.title)}</h2>\n{body}\n'
+            f'<section id="{_e(section.id)}"><h2>{_e(section.title)}</h2>\n{traced}{body}\n'
             f"{_missing_html(section.missing)}</section>"
         )
     if absent:

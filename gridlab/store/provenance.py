@@ -1,8 +1,10 @@
-"""The gridlab commit a result was made with, read from the checkout that holds this package: the trainer
-writes it into each trained cell's metrics (`gridlab_commit`) and the studies' records carry it beside every
-number, so a reader can trace a number to the code that measured it.
+"""Where a result came from: the gridlab commit it was made with, read from the checkout that holds this
+package, and the content hash of the grid file that asked for it. The trainer writes the commit into each
+trained cell's metrics (`gridlab_commit`); reports and the studies' records carry both beside every number, so
+a reader can trace a number to the code and the grid file that measured it.
 
     >>> gridlab_commit()          # 'git 61f4c0f2a9...' or 'git 61f4c0f2a9...-dirty'; 'gridlab 0.1.0' from a wheel
+    >>> grid_hash(Path("grids/jain_wallace.yaml"))      # 'sha256:3f1c9a0b2d4e' (its bytes, not its name or date)
 
 The commit is read, never guessed: `git rev-parse HEAD` of the checkout that holds this package, marked
 `-dirty` when its tracked files differ from that commit; where gridlab is not a git checkout (an installed
@@ -11,12 +13,14 @@ wheel, a Ray job's working folder) it is the package version.
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
 from gridlab import __version__
 
 PACKAGE = Path(__file__).resolve().parents[1]
+HASH_CHARS = 12  # hex digits kept: enough to tell two versions of one grid file apart
 
 
 def gridlab_commit() -> str:
@@ -36,3 +40,8 @@ def _git(*args: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
+
+
+def grid_hash(path: Path) -> str:
+    """'sha256:<first 12 hex digits>' of the file's bytes."""
+    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()[:HASH_CHARS]

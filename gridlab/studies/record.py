@@ -8,7 +8,7 @@ carry it, and tell whether it is still the grid's.
     >>> cell_ids("b a")                                                               # ['a', 'b']
 
 A value is traced to its cells (ids from their resolved configs: a changed grid gives other ids), the grid
-file's content hash (`provenance.py`), the gridlab commits that trained those cells, and the day it was
+file's content hash (`gridlab.store.provenance`), the gridlab commits that trained those cells, and the day it was
 measured. Which recorded cells count as "the grid's today" is each record's own rule.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from gridlab.errors import GridlabError
-from gridlab.studies.provenance import grid_hash
+from gridlab.store.provenance import grid_hash
 from gridlab.text import counted
 
 TRACE = ["cells", "grid_hash", "commit"]  # what a value was measured on, beside the day (`measured_on`)

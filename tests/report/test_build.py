@@ -41,8 +41,9 @@ def test_section_lines_follow_and_do_not_repeat_the_generic_one(fake_inputs):
     def build(inputs):
         return SectionOutput([table()], ["adversarial: not run (Figs. 4-5)", "Fig. 9 needs more seeds"])
 
-    result = run_section(section(build), fake_inputs({"permutation": pd.DataFrame({"x": [1]})}))
+    result = run_section(section(build), fake_inputs({"permutation": pd.DataFrame({"cell_id": ["c1"], "x": [1]})}))
     assert result.rendered and [a.id for a in result.artifacts] == ["demo_table"]
+    assert result.cells == ("c1",)  # what its tables were computed from
     assert [line.split(" —")[0] for line in result.missing] == ["adversarial: not run", "Fig. 9 needs more seeds"]
 
 
@@ -51,13 +52,13 @@ def test_a_failing_section_fails_the_report(fake_inputs):
         raise ValueError("bad rows")
 
     with pytest.raises(ValueError, match="bad rows"):
-        run_section(section(build), fake_inputs({"permutation": pd.DataFrame({"x": [1]})}))
+        run_section(section(build), fake_inputs({"permutation": pd.DataFrame({"cell_id": ["c1"], "x": [1]})}))
 
 
 def test_a_section_with_rows_but_nothing_to_show_is_missing(fake_inputs):
     result = run_section(
         section(lambda inputs: SectionOutput([], ["no instance has T >= 2"])),
-        fake_inputs({"permutation": pd.DataFrame({"x": [1]})}),
+        fake_inputs({"permutation": pd.DataFrame({"cell_id": ["c1"], "x": [1]})}),
     )
     assert not result.rendered and "no instance has T >= 2" in result.missing
 

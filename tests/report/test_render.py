@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from matplotlib.figure import Figure as MplFigure
 
 from gridlab.errors import GridlabError
-from gridlab.report.artifacts import Figure, Fragment, Table
+from gridlab.report.artifacts import NOT_RECORDED, Figure, Fragment, Provenance, Table
 from gridlab.report.render import SectionResult, markdown_table, render_report
 
 
@@ -75,9 +76,31 @@ def test_files_index_and_manifest(tmp_path: Path):
         "rendered": False,
         "artifacts": [],
         "missing": ["sparsity_importance: not run"],
+        "cells": [],
+        "trained_with": [],
     }
     assert "Paper B: sparsity_importance: not run" in manifest["missing"]
     assert siblings(out) == []  # no temporary folder left beside it
+
+
+def test_each_table_and_figure_is_traced_to_its_cells_and_their_commits(tmp_path: Path):
+    out = tmp_path / "report"
+    first, second = sections()
+    traced = [dataclasses.replace(first, cells=("c1", "c2", "c3")), second]
+    commits = {"c1": "git aaa", "c2": "git bbb"}  # c3 was trained before cells recorded their commit
+    provenance = Provenance("grids/quick.yaml", "sha256:0123456789ab", "git ccc", commits)
+    manifest = render_report(traced, out, title="quick", provenance=provenance)
+    assert manifest["provenance"] == {
+        "grid_file": "grids/quick.yaml",
+        "grid_hash": "sha256:0123456789ab",
+        "rendered_with": "git ccc",
+    }
+    figure_entry = next(a for a in manifest["artifacts"] if a["id"] == "f_main")
+    assert figure_entry["cells"] == ["c1", "c2", "c3"]
+    assert figure_entry["trained_with"] == ["git aaa", "git bbb", NOT_RECORDED]
+    index = (out / "index.html").read_text()
+    assert "Grid file grids/quick.yaml (sha256:0123456789ab); rendered with git ccc." in index
+    assert "Rows of 3 cells, trained with git aaa, git bbb, not recorded." in index
 
 
 def test_rerender_replaces_the_previous_report(tmp_path: Path):

@@ -160,6 +160,16 @@ def test_fidelity_rows_are_the_sections_numbers(quick_report):
     assert spent.trials == 4 and spent.epochs >= 4 and spent.train_seconds > 0
 
 
+def test_every_table_and_figure_names_its_cells_and_their_commits(quick_report):
+    manifest = json.loads((quick_report.report / "report.json").read_text())
+    assert manifest["provenance"]["grid_hash"].startswith("sha256:")
+    assert manifest["provenance"]["rendered_with"].startswith(("git ", "gridlab "))
+    trained = {p.name for p in GridWorkspace(quick_report.results).models.iterdir() if p.is_dir()}
+    for artifact in manifest["artifacts"]:
+        assert artifact["cells"] and set(artifact["cells"]) <= trained, artifact["id"]
+        assert artifact["trained_with"] and "not recorded" not in artifact["trained_with"], artifact["id"]
+
+
 def test_claims_are_the_rows_numbers(quick_report):
     """conclusions.csv: the BiLSTM's mean tau_g minus the average encoder's, per dataset, recomputed from the
     rows; the verdict follows its sign; claims whose analyses the quick grid lacks are not run."""

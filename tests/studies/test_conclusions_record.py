@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 
 from gridlab.cli import app
 from gridlab.errors import GridlabError
+from gridlab.store.provenance import grid_hash
 from gridlab.studies.claims import CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, STALE
 from gridlab.studies.conclusions import OVERALL
 from gridlab.studies.conclusions_doc import ConclusionsPages, conclusions_pages, short_commit
 from gridlab.studies.conclusions_record import RECORD_COLUMNS, ClaimRecord, record_path
-from gridlab.studies.provenance import grid_hash
 from gridlab.studies.verdicts import load_plan
 
 from .test_conclusions import per_instance, tau_columns

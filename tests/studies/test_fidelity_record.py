@@ -13,10 +13,9 @@ import pandas as pd
 import pytest
 
 from gridlab.errors import GridlabError
-from gridlab.store.provenance import gridlab_commit
+from gridlab.store.provenance import grid_hash, gridlab_commit
 from gridlab.studies.fidelity import NOT_RUN, STALE, WITHIN
 from gridlab.studies.fidelity_record import NUMBER_COLUMNS, NumberRecord, record_paths
-from gridlab.studies.provenance import grid_hash
 from gridlab.studies.walltime import WallTime
 
 from .test_fidelity_doc import jw_with_rows, plan_file, regenerate  # noqa: F401  (the J&W grid, SST rows)

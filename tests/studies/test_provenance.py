@@ -10,8 +10,7 @@ import pytest
 
 from gridlab import __version__
 from gridlab.store import provenance
-from gridlab.store.provenance import gridlab_commit
-from gridlab.studies.provenance import grid_hash
+from gridlab.store.provenance import grid_hash, gridlab_commit
 from gridlab.studies.verdicts import load_plan
 
 REPO = Path(__file__).resolve().parents[2]
