@@ -58,12 +58,12 @@ def analysis_missing(analysis_id: str, inputs: ReportInputs) -> str:
     )
 
 
-def cells_read(inputs: ReportInputs, analyses: Sequence[str]) -> tuple[str, ...]:
-    """The cells with rows in any of `analyses`, sorted; with no analyses, every trained cell (the section
-    reads their test metrics)."""
-    if not analyses:
-        return tuple(sorted(inputs.cells["cell_id"].astype(str)))
+def cells_read(inputs: ReportInputs, analyses: Sequence[str], trained: bool = False) -> tuple[str, ...]:
+    """The cells with rows in any of `analyses`, with every trained cell too when `trained` (or no analyses:
+    the reader reads the cells' test metrics), sorted."""
     frames = [rows for a in analyses if (rows := inputs.rows(a)) is not None]
+    if trained or not analyses:
+        frames.append(inputs.cells)
     return tuple(sorted({str(c) for rows in frames for c in rows["cell_id"].dropna()}))
 
 
@@ -92,7 +92,11 @@ def run_section(section: Section, inputs: ReportInputs) -> SectionResult:
     if not output.artifacts:  # its analyses ran, yet there is nothing to show: say so, do not render it empty
         return SectionResult(section.id, section.title, [], lines or ["no artifacts for these rows"], rendered=False)
     return SectionResult(
-        section.id, section.title, list(output.artifacts), lines, cells=cells_read(inputs, section.analyses)
+        section.id,
+        section.title,
+        list(output.artifacts),
+        lines,
+        cells=cells_read(inputs, section.analyses, section.reads_cells),
     )
 
 

@@ -47,6 +47,14 @@ def test_section_lines_follow_and_do_not_repeat_the_generic_one(fake_inputs):
     assert [line.split(" —")[0] for line in result.missing] == ["adversarial: not run", "Fig. 9 needs more seeds"]
 
 
+def test_a_section_that_reads_the_test_metrics_traces_to_every_trained_cell(fake_inputs):
+    rows = {"permutation": pd.DataFrame({"cell_id": ["c1"], "x": [1]})}
+    trained = pd.DataFrame({"cell_id": ["c1", "c2"], "test_accuracy": [0.8, 0.9]})
+    accuracy = Section("demo", "Demo (2019)", ("permutation",), lambda inputs: SectionOutput([table()]), True)
+    assert run_section(accuracy, fake_inputs(rows, trained)).cells == ("c1", "c2")
+    assert run_section(section(lambda inputs: SectionOutput([table()])), fake_inputs(rows, trained)).cells == ("c1",)
+
+
 def test_a_failing_section_fails_the_report(fake_inputs):
     def build(inputs):
         raise ValueError("bad rows")

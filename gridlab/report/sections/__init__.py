@@ -16,3 +16,6 @@ class Section:
     title: str  # "Jain & Wallace (2019), Attention is not Explanation"
     analyses: tuple[str, ...]  # the analysis ids it reads; a section with none of them run is listed as missing
     build: Callable[..., SectionOutput]  # (ReportInputs) -> SectionOutput
+    # It also reads the trained cells' test metrics (an accuracy table): its artifacts trace to every trained
+    # cell, not only to those with rows of its analyses (`gridlab.report.build.cells_read`).
+    reads_cells: bool = False

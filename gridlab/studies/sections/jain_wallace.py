@@ -516,5 +516,6 @@ SECTION = PaperSection(
     title="Jain & Wallace (2019), Attention is not Explanation",
     analyses=ANALYSES,
     build=build,
+    reads_cells=True,
     comparisons=COMPARISONS,
 )

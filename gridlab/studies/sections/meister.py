@@ -491,5 +491,6 @@ SECTION = PaperSection(
     title="Meister et al. (2021), Is Sparse Attention more Interpretable?",
     analyses=("sparsity_importance", "adversarial_model"),
     build=build,
+    reads_cells=True,
     comparisons=COMPARISONS,
 )

@@ -261,4 +261,5 @@ SECTION = PaperSection(
     title="Wiegreffe & Pinter (2019), Attention is not not Explanation",
     analyses=("seed_variance", "adversarial", "adversarial_model", "diagnostic_mlp"),
     build=build,
+    reads_cells=True,
 )
