@@ -4,7 +4,7 @@ it, instead of turning it back into "not run".
 
 Each recorded number carries what it was measured on: the cells (ids from their resolved configs), the grid
 file's content hash and the gridlab commits that trained its cells (`record.Trace`), and the date. A recorded
-number is *current* when its cells are exactly the cells the grid names for that number today; it is then
+number is *current* when its cells are all among the cells the grid names for that number today; it is then
 judged again against today's tolerance and ablations, and says in its note when it was measured. Otherwise
 it is *stale* (the grid changed since, or the row was recorded before cells were): shown with its value,
 verdict `stale`, counted as not run, and kept in the record unchanged until a run here replaces it. A row
@@ -170,10 +170,12 @@ def _measured_again(found: dict[str, Any], row: dict[str, Any]) -> bool:
 
 
 def _current(found: dict[str, Any], row: dict[str, Any]) -> bool:
-    """A recorded number is the grid's own today when it was measured on exactly the cells the grid names
-    for it now (an untraced row, recorded without cells, never is)."""
+    """A recorded number is the grid's own today when every cell it was measured on is still one the grid
+    names for it (some of its seeds, say, when a launch stopped halfway: the row says how many); an untraced
+    row, recorded without cells, never is. The same rule as a run here: a page must not depend on where the
+    runs are."""
     recorded = cell_ids(found["cells"])
-    return bool(recorded) and recorded == cell_ids(row.get("cells"))
+    return bool(recorded) and set(recorded) <= set(cell_ids(row.get("cells")))
 
 
 def _carried(

@@ -18,7 +18,7 @@ from gridlab.studies.fidelity import NOT_RUN, STALE, WITHIN
 from gridlab.studies.fidelity_record import NUMBER_COLUMNS, NumberRecord, record_paths
 from gridlab.studies.walltime import WallTime
 
-from .test_fidelity_doc import jw_with_rows, plan_file, regenerate  # noqa: F401  (the J&W grid, SST rows)
+from .test_fidelity_doc import JW_GRID, jw_rows, jw_with_rows, plan_file, regenerate  # noqa: F401  (jw_with_rows: the J&W grid, SST rows)
 
 TAU0 = ("sst", "class 0", "tau_g")
 
@@ -61,6 +61,21 @@ def test_numbers_without_runs_here_are_carried_while_their_cells_are_the_grids(j
     columns = ["ours", "verdict", "cells", "grid_hash", "commit", "measured_on", "note"]
     pd.testing.assert_frame_equal(carried[columns], measured[columns])  # the page is the same wherever the runs are
     pd.testing.assert_frame_equal(read_record(out), record)  # carried numbers stay in the record as they were
+
+
+def test_a_number_measured_on_some_of_its_seeds_is_carried_as_it_was_measured(synthetic_grid, tmp_path: Path):
+    """A launch stopped after one seed: the page says "reduced" (one seed) with the runs and without them."""
+    grid = synthetic_grid(JW_GRID)
+    first = next(cell for cell in grid.cells(dataset="sst") if cell.config.seed == 0)
+    grid.write_rows("importance_correlation", first, jw_rows(0))
+    out = tmp_path / "fidelity"
+    measured = pages(grid, out)
+    assert measured.loc[TAU0, "seeds"] == 1 and measured.loc[TAU0, "cells"] == first.id
+    shutil.rmtree(grid.expanded.results_dir)
+    carried = pages(grid, out)
+    columns = ["ours", "verdict", "cells", "grid_hash", "commit", "measured_on", "note"]
+    pd.testing.assert_frame_equal(carried[columns], measured[columns])
+    assert STALE not in set(carried["verdict"])
 
 
 def test_a_number_measured_on_other_cells_is_stale_and_counted_as_not_run(jw, tmp_path: Path):
