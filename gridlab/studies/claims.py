@@ -375,6 +375,35 @@ def wp_diagnostic(inputs: ReportInputs) -> list[Finding]:
     return per_configuration(table, rows, decide)
 
 
+def wp_diagnostic_adversary(inputs: ReportInputs) -> list[Finding]:
+    rows = inputs.rows("diagnostic_mlp")
+    if rows is None:
+        return []
+    frame = diagnostic_frame(rows, None)
+    by = model_axes(rows)
+    columns = ["accuracy", "accuracy_ci_low", "accuracy_ci_high"]
+
+    def variant(name: str) -> pd.DataFrame:
+        return frame[frame["variant"] == name][[*by, *columns]].rename(columns={c: f"{name}_{c}" for c in columns})
+
+    table = variant("base").merge(variant("adversary"), on=by)  # null keys match null keys
+    if table.empty:
+        return []
+
+    def decide(row: pd.Series) -> tuple[str, float, str]:
+        base, adversary = row["base_accuracy"], row["adversary_accuracy"]
+        if pd.isna(base) or pd.isna(adversary):
+            return "", math.nan, ""
+        verdict = ordered(row, row, "base_accuracy", "above", "adversary_accuracy")
+        detail = (
+            f"MLP test accuracy: base attention {interval(row, 'base_accuracy', 4)}, the adversary's "
+            f"{interval(row, 'adversary_accuracy', 4)}"
+        )
+        return verdict, base - adversary, detail
+
+    return per_configuration(table, rows, decide)
+
+
 def wp_consistent_adversary(inputs: ReportInputs) -> list[Finding]:
     adversaries, adversarial = inputs.rows("adversarial_model"), learned(inputs.rows("adversarial"))
     if adversaries is None or adversarial is None:
@@ -766,6 +795,22 @@ CLAIM_LIST: tuple[Claim, ...] = (
         "ordered. " + WP_SOURCE,
         "`diagnostic_mlp` rows (flat classifiers) with variants base and uniform",
         wp_diagnostic,
+    ),
+    Claim(
+        "wp.diagnostic_adversary",
+        "Wiegreffe & Pinter (2019) §4.4, diagnostic MLP, and abstract",
+        "Adversarial attention that gives the model's predictions does not carry the model's information: frozen "
+        "into the diagnostic MLP it does worse than the model's own attention ('even when reliable adversarial "
+        "distributions can be found, they don't perform well on the simple diagnostic').",
+        ("diagnostic_mlp",),
+        "MLP test accuracy with the base model's attention minus with the attention of a model-consistent "
+        "adversary of it (W&P §4: a fresh model trained to match the base model's outputs while its attention "
+        "moves away, `adversarial_model`'s unfrozen variant), mean across seeds",
+        "holds when base's 95% seed interval lies wholly above the adversary's, reversed when wholly below, "
+        "partly when they overlap. No threshold: the two are ordered. " + WP_SOURCE + " The quoted sentence is "
+        "W&P's abstract.",
+        "`diagnostic_mlp` rows (flat classifiers) with variants base and adversary",
+        wp_diagnostic_adversary,
     ),
     Claim(
         "wp.consistent_adversary",

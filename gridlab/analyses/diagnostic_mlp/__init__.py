@@ -1,5 +1,6 @@
 """`diagnostic_mlp` declared (docs/analyses.md#diagnostic_mlp): an MLP guided by the model's frozen attention vs
-uniform/learned (W&P). Torch-free: validation, planning and reports read it; `compute.py` computes it."""
+uniform, its own learned attention and a model-consistent adversary's (W&P). Torch-free: validation, planning and
+reports read it; `compute.py` computes it."""
 
 from __future__ import annotations
 
@@ -10,20 +11,24 @@ from pydantic import Field, field_validator
 
 from gridlab.catalog.analyses import AnalysisInfo, Params, computation, learned_attention_cells, unique
 
-MlpVariant = Literal["uniform", "learned", "base"]
+MlpVariant = Literal["uniform", "learned", "base", "adversary"]
 
 
-_MLP_VARIANTS: tuple[MlpVariant, ...] = ("uniform", "learned", "base")
+_MLP_VARIANTS: tuple[MlpVariant, ...] = ("uniform", "learned", "base", "adversary")
 
 
 class DiagnosticMlpParams(Params):
     variants: list[MlpVariant] = Field(
         default_factory=lambda: list(_MLP_VARIANTS),
         min_length=1,
-        description="how the MLP weighs its tokens: uniformly, by its own trained attention, by the model's frozen one",
+        description="how the MLP weighs its tokens: uniformly, by its own trained attention, by the model's frozen "
+        "one, by the frozen attention of an adversary trained to match the model's outputs with other attention",
     )
     hidden: int = Field(64, ge=1, description="hidden size of W&P's diagnostic MLP")
     epochs: int = Field(8, ge=1)
+    adversary_lam: float = Field(
+        1.0, ge=0, description="the `adversary` variant's weight of the attention KL term (adversarial_model's lam)"
+    )
 
     _variants_unique = field_validator("variants")(unique)
 
@@ -44,7 +49,7 @@ SCHEMA = pa.schema(
 
 INFO = AnalysisInfo(
     "diagnostic_mlp",
-    "an MLP guided by the model's frozen attention vs uniform/learned (W&P)",
+    "an MLP guided by the model's frozen attention vs uniform/learned/adversary's (W&P)",
     DiagnosticMlpParams,
     "model",
     applies=lambda cell: cell.architecture == "flat" and learned_attention_cells(cell),

@@ -14,8 +14,9 @@ The figure shows per configuration the empirical CDFs of `jsd_seed_max` and `jsd
 all seeds pooled) and each adversary variant's mean JSD as a dashed line; JSD in nats, at most ln 2.
 
 Diagnostic MLP (rows of `diagnostic_mlp`): test accuracy and macro F1 of the MLP over non-contextual
-embeddings weighted uniformly, by its own learned attention, or by the base model's frozen attention
-("base"), across seeds, beside the base model's own test accuracy (the cells' `test_accuracy`).
+embeddings weighted uniformly, by its own learned attention, by the base model's frozen attention ("base") or
+by a model-consistent adversary's ("adversary"), across seeds, beside the base model's own test accuracy (the
+cells' `test_accuracy`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from gridlab.report.stats import (
 from gridlab.studies.sections import PaperSection
 
 LN2 = math.log(2.0)
-VARIANTS = ("uniform", "learned", "base")
+VARIANTS = ("uniform", "learned", "base", "adversary")
 BY = list(MODEL_AXES)
 
 
@@ -242,14 +243,15 @@ def diagnostic_table(rows: pd.DataFrame, cells: pd.DataFrame | None) -> Table:
     display["model accuracy"] = numbers(frame["model_accuracy"], 3)
     caption = (
         "W&P's diagnostic MLP over non-contextual embeddings: tokens weighted uniformly ('uniform'), by the "
-        "MLP's own trained attention ('learned'), or by the base model's frozen attention ('base'). Test "
-        "accuracy and macro F1: mean ± std across seeds, 95% t-interval; model accuracy: the base model's "
-        "own test accuracy, mean across seeds. W&P read 'base' above 'uniform' as attention carrying "
-        "information the model uses."
+        "MLP's own trained attention ('learned'), by the base model's frozen attention ('base') or by the "
+        "frozen attention of a model-consistent adversary of it ('adversary'). Test accuracy and macro F1: "
+        "mean ± std across seeds, 95% t-interval; model accuracy: the base model's own test accuracy, mean "
+        "across seeds. W&P read 'base' above 'uniform' as attention carrying information the model uses, and "
+        "'adversary' below 'base' as adversarial attention that does not carry it."
     )
     return Table(
         "wp_diagnostic_mlp",
-        "W&P: diagnostic MLP with uniform, learned and the model's attention",
+        "W&P: diagnostic MLP with uniform, learned, the model's and an adversary's attention",
         frame,
         caption,
         display,
