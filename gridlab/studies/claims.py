@@ -342,10 +342,10 @@ def wp_seed_variance(inputs: ReportInputs) -> list[Finding]:
     return per_configuration(table, adversarial, decide)
 
 
-def wp_diagnostic(inputs: ReportInputs) -> list[Finding]:
-    rows = inputs.rows("diagnostic_mlp")
-    if rows is None:
-        return []
+def diagnostic_variants(rows: pd.DataFrame, required: Sequence[str], optional: Sequence[str] = ()) -> pd.DataFrame:
+    """Per model configuration, the diagnostic MLP's test accuracy (`<variant>_accuracy`, with its interval)
+    of each variant side by side: the configurations that have every `required` variant, with the `optional`
+    ones where they have them."""
     frame = diagnostic_frame(rows, None)
     by = model_axes(rows)
     columns = ["accuracy", "accuracy_ci_low", "accuracy_ci_high"]
@@ -353,8 +353,20 @@ def wp_diagnostic(inputs: ReportInputs) -> list[Finding]:
     def variant(name: str) -> pd.DataFrame:
         return frame[frame["variant"] == name][[*by, *columns]].rename(columns={c: f"{name}_{c}" for c in columns})
 
-    table = variant("base").merge(variant("uniform"), on=by)  # null keys match null keys
-    table = table.merge(variant("learned"), on=by, how="left")
+    first, *others = required
+    table = variant(first)
+    for name in others:
+        table = table.merge(variant(name), on=by)  # null keys match null keys
+    for name in optional:
+        table = table.merge(variant(name), on=by, how="left")
+    return table
+
+
+def wp_diagnostic(inputs: ReportInputs) -> list[Finding]:
+    rows = inputs.rows("diagnostic_mlp")
+    if rows is None:
+        return []
+    table = diagnostic_variants(rows, ["base", "uniform"], ["learned"])
     if table.empty:
         return []
 
@@ -379,14 +391,7 @@ def wp_diagnostic_adversary(inputs: ReportInputs) -> list[Finding]:
     rows = inputs.rows("diagnostic_mlp")
     if rows is None:
         return []
-    frame = diagnostic_frame(rows, None)
-    by = model_axes(rows)
-    columns = ["accuracy", "accuracy_ci_low", "accuracy_ci_high"]
-
-    def variant(name: str) -> pd.DataFrame:
-        return frame[frame["variant"] == name][[*by, *columns]].rename(columns={c: f"{name}_{c}" for c in columns})
-
-    table = variant("base").merge(variant("adversary"), on=by)  # null keys match null keys
+    table = diagnostic_variants(rows, ["base", "adversary"])
     if table.empty:
         return []
 
