@@ -41,8 +41,10 @@ def fidelity(
     """Write the fidelity pages: each published number once, ours beside it, its tolerance and verdict
     (within / outside / not run / stale), the ablation that tests an outside one, and the trace of every
     measured number (its cells, the grid file's hash, the gridlab commit); then the conclusions page of the
-    grids listed under `conclusions`, each finding traced likewise."""
+    grids listed under `conclusions`, each finding traced likewise. A grid whose launch is running is read as
+    if this machine had no runs of it (its recorded numbers are kept)."""
     # pandas and the sections load only here
+    from gridlab.store.lock import running as launch_running
     from gridlab.store.provenance import gridlab_commit
     from gridlab.studies.conclusions import summary
     from gridlab.studies.conclusions_doc import conclusions_pages
@@ -54,8 +56,14 @@ def fidelity(
     plan = load_plan(grids or PLAN_FILE)
     files = list(dict.fromkeys([*plan.grids, *plan.conclusions]))
     expanded = {file: load(Path(file), check_data=False) for file in files}  # rows suffice, as for `report`
+    # A grid whose launch is running has some cells and seeds done and others not: its numbers stay the record's
+    running = {file: who for file in files if (who := launch_running(expanded[file].workspace))}
+    for file, who in running.items():
+        echo(f"{file}: {who} is running on it: its results are not read now, its recorded numbers are kept")
     today, commit = datetime.date.today(), gridlab_commit()
-    pages = fidelity_pages([expanded[g] for g in plan.grids], plan, NumberRecord.read(out), today, commit)
+    pages = fidelity_pages(
+        [expanded[g] for g in plan.grids], plan, NumberRecord.read(out), today, commit, running=set(running)
+    )
     for name, text in pages.files.items():
         write_text(out / name, text)
     pages.record.write(out)
@@ -64,7 +72,7 @@ def fidelity(
         return
     document = conclusions or out.parent / "conclusions.md"
     claims = [expanded[g] for g in plan.conclusions]
-    written = conclusions_pages(claims, ClaimRecord.read(record_path(document)), today, commit)
+    written = conclusions_pages(claims, ClaimRecord.read(record_path(document)), today, commit, set(running))
     write_text(document, written.markdown)
     write_text(record_path(document), written.csv)
     echo(f"conclusions: {document} ({summary(written.table)}; the record: {record_path(document)})")

@@ -8,7 +8,9 @@ test metrics. Sections get this object and never touch the file layout themselve
     >>> inputs.partial("sparsity_importance")    # cells left out of its rows: some of their parts not written yet
 
 A cell whose analysis has only some of its parts (a launch in flight) is left out of that analysis's rows: its
-number would be a mean over part of its test sample, beside cells measured on all of it.
+number would be a mean over part of its test sample, beside cells measured on all of it. `withheld=True` reads
+none of the grid's results (its cells and what they aim at stay known): what `gridlab fidelity` reads of a grid
+whose launch is running, so that a record is never written from a grid half rerun.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from gridlab.catalog.analyses import ANALYSES
-from gridlab.grid.expand import ExpandedGrid
+from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.grid.paths import get_path
 from gridlab.results.parts import AXES
 from gridlab.results.shards import parts_expected
@@ -37,10 +39,16 @@ class ReportInputs:
     grid: ExpandedGrid
     _rows: dict[str, pd.DataFrame | None] = field(default_factory=dict)
     _partial: dict[str, list[str]] = field(default_factory=dict)  # analysis -> cells left out, partly written
+    withheld: bool = False  # read none of its results: no rows, no summary, no trained cell
 
     @classmethod
-    def load(cls, grid: ExpandedGrid) -> ReportInputs:
-        return cls(grid)
+    def load(cls, grid: ExpandedGrid, withheld: bool = False) -> ReportInputs:
+        return cls(grid, withheld=withheld)
+
+    @property
+    def _read_cells(self) -> list[Cell]:
+        """The cells whose results are read: all of the grid's, none where they are withheld."""
+        return [] if self.withheld else self.grid.cells
 
     @property
     def name(self) -> str:
@@ -74,7 +82,7 @@ class ReportInputs:
     def _complete_parts(self, analysis_id: str) -> tuple[list[Path], list[str]]:
         """The parts of the cells whose analysis is complete, and the cells with only some of theirs."""
         by_cell: dict[str, list[Path]] = {}
-        for path in self.grid.workspace.parts_of(analysis_id, {c.id for c in self.grid.cells}):
+        for path in self.grid.workspace.parts_of(analysis_id, {c.id for c in self._read_cells}):
             by_cell.setdefault(cell_of(path.parent), []).append(path)
         per_model = ANALYSES[analysis_id].scope == "model"
         spec = self.grid.spec
@@ -93,14 +101,14 @@ class ReportInputs:
     @cached_property
     def summary(self) -> pd.DataFrame | None:
         path = self.grid.workspace.summary
-        return pd.read_parquet(path) if path.is_file() else None
+        return pd.read_parquet(path) if path.is_file() and not self.withheld else None
 
     @cached_property
     def cells(self) -> pd.DataFrame:
         """One row per trained cell: cell_id, the axes, the model block, and its test metrics (`test_*`)."""
         store = ModelStore(self.grid.workspace.models)
         records = []
-        for cell in self.grid.cells:
+        for cell in self._read_cells:
             folder = store.cell(cell.id)
             if folder.state() != "trained":
                 continue
@@ -121,7 +129,7 @@ class ReportInputs:
         the trainer recorded it are absent)."""
         store = ModelStore(self.grid.workspace.models)
         found = {}
-        for cell in self.grid.cells:
+        for cell in self._read_cells:
             folder = store.cell(cell.id)
             if folder.state() == "trained":
                 commit = folder.read(CellFiles.METRICS).get("gridlab_commit")
@@ -173,7 +181,7 @@ class ReportInputs:
             for a, f in self._rows.items()
         }
         partial = {a: [c for c in cells if c in keep] for a, cells in self._partial.items()}
-        return ReportInputs(grid, rows, partial)
+        return ReportInputs(grid, rows, partial, self.withheld)
 
 
 def setting_text(value: Any) -> str:

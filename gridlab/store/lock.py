@@ -55,11 +55,45 @@ def exclusive(workspace: GridWorkspace, command: str) -> Iterator[None]:
             handle.truncate()  # the lock itself goes with the file's closing
 
 
+def running(workspace: GridWorkspace) -> str | None:
+    """Who holds the grid now ("`gridlab launch` (pid 12 on host, since ...)"), or None. Read from the lock
+    file, never by taking the lock: a reader must not make a starting launch fail. The holder is written once
+    the lock is taken and cleared when it is let go; a holder on this host whose process is gone (killed
+    outright) holds nothing."""
+    try:
+        holder = json.loads(workspace.lock.read_text(encoding="utf-8") or "null")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(holder, dict):
+        return None
+    if holder.get("host") == socket.gethostname() and not _alive(holder.get("pid")):
+        return None
+    try:
+        return _holder_text(holder)
+    except (KeyError, TypeError, ValueError):
+        return "another launch or analyze"
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _holder_text(holder: dict) -> str:
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder["since"]))
+    return f"`gridlab {holder['command']}` (pid {holder['pid']} on {holder['host']}, since {since})"
+
+
 def _busy(workspace: GridWorkspace, holder_json: str) -> str:
     try:
-        holder = json.loads(holder_json)
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder["since"]))
-        who = f"`gridlab {holder['command']}` (pid {holder['pid']} on {holder['host']}, since {since})"
+        who = _holder_text(json.loads(holder_json))
     except (ValueError, KeyError, TypeError):
         who = "another launch or analyze"
     return (

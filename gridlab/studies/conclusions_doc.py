@@ -12,7 +12,7 @@ the page and the CSV are rebuilt byte for byte from the CSV (`conclusions_record
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +39,15 @@ class ConclusionsPages:
 
 
 def conclusions_pages(
-    grids: Sequence[ExpandedGrid], record: ClaimRecord, today: datetime.date, commit: str
+    grids: Sequence[ExpandedGrid],
+    record: ClaimRecord,
+    today: datetime.date,
+    commit: str,
+    running: Collection[str] = (),
 ) -> ConclusionsPages:
-    """Each claim's findings over `grids` (measured here, else carried from `record`), then its overall row."""
-    inputs = {str(grid.file): ReportInputs.load(grid) for grid in grids}
+    """Each claim's findings over `grids` (measured here, else carried from `record`), then its overall row. The
+    grid files in `running` have a launch in flight: none of their results are read (carried, as without runs)."""
+    inputs = {str(grid.file): ReportInputs.load(grid, withheld=str(grid.file) in running) for grid in grids}
     cells = {str(grid.file): {cell.id for cell in grid.cells} for grid in grids}
     traces = {file: Trace.of(Path(file), commit, today, inputs[file].cell_commits) for file in inputs}
     records: list[dict[str, Any]] = []

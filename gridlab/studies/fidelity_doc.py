@@ -21,6 +21,7 @@ number is measured there: with no results folder, the pages are rebuilt byte for
 from __future__ import annotations
 
 import datetime
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from gridlab.studies.published import PAPERS_WITHOUT_NUMBERS
 from gridlab.studies.record import Trace, regenerating
 from gridlab.studies.tolerances import CAPPED, DEFAULT, PAPER_SPREAD, rule_for
 from gridlab.studies.verdicts import FULL_SEEDS, Decided, PaperPlan, Plan, decide, headline
-from gridlab.studies.walltime import WallTime, wall_time
+from gridlab.studies.walltime import NO_TIME, WallTime, wall_time
 from gridlab.text import counted, duration
 
 SETTINGS_FILE = Path(__file__).with_name("fidelity_settings.csv")
@@ -131,17 +132,21 @@ def fidelity_pages(
     commit: str,
     settings: Path = SETTINGS_FILE,
     entries: list[Ablation] | None = None,
+    running: Collection[str] = (),
 ) -> FidelityPages:
+    """The pages of `grids`' numbers, measured here, else carried from `record`. The grid files in `running`
+    have a launch in flight: none of their results are read (their numbers are carried, as without runs)."""
     entries = load_ablations() if entries is None else entries
     results = []
     for grid in grids:
-        inputs = ReportInputs.load(grid)
+        inputs = ReportInputs.load(grid, withheld=str(grid.file) in running)
         trace = Trace.of(Path(grid.file), commit, today, inputs.cell_commits)
         results.append(record.carry(fidelity(inputs, entries), entries, trace))
     # A time measured here is dated today, as the record will keep it: the page reads the same without the runs.
+    measured = [NO_TIME if str(grid.file) in running else wall_time(grid.workspace) for grid in grids]
     times = [
         (wall, on or (today.isoformat() if wall.launches or wall.trials else None))
-        for wall, on in (record.wall_time(str(grid.file), wall_time(grid.workspace)) for grid in grids)
+        for wall, on in (record.wall_time(str(grid.file), here) for grid, here in zip(grids, measured, strict=True))
     ]
     decided = decide(results, plan)
     files = {

@@ -49,6 +49,9 @@ class WallTime:
         return f"{launches}; {trials}"
 
 
+NO_TIME = WallTime(0, 0.0, 0, 0, 0, 0.0)  # nothing measured here: the record's time is carried
+
+
 def wall_time(workspace: GridWorkspace) -> WallTime:
     launches, seconds, unfinished = _launches(workspace.launch_log)
     trials, epochs, train = _trials(workspace)

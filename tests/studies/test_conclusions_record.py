@@ -6,7 +6,12 @@ measured and the rest carried; and a regeneration without runs gives the same by
 from __future__ import annotations
 
 import datetime
+import json
+import os
 import shutil
+import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +21,8 @@ from typer.testing import CliRunner
 
 from gridlab.cli import app
 from gridlab.errors import GridlabError
+from gridlab.store.layout import GridWorkspace
+from gridlab.store.lock import exclusive, running
 from gridlab.store.provenance import grid_hash
 from gridlab.studies.claims import CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, STALE
 from gridlab.studies.conclusions import OVERALL
@@ -217,6 +224,46 @@ def test_the_fidelity_command_writes_the_conclusions_and_rebuilds_them_without_r
     result = CliRunner().invoke(app, ["fidelity", "--grids", str(plan), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert {p: p.read_bytes() for p in written} == written
+
+
+def test_a_grid_whose_launch_is_running_keeps_its_recorded_findings(synthetic_grid, tmp_path):
+    """A launch in flight has written some cells' rows and not others' (here SST's, with other numbers): the
+    fidelity command reads none of them and keeps the record, so no record is written from a grid half rerun
+    (a finding of one seed, or one named without the axes its other cells would add)."""
+    grid = with_rows(synthetic_grid)
+    plan, out = plan_file(tmp_path, [grid.path]), tmp_path / "docs" / "fidelity"
+    command = ["fidelity", "--grids", str(plan), "--out", str(out)]
+    assert CliRunner().invoke(app, command).exit_code == 0
+    document = tmp_path / "docs" / "conclusions.md"
+    written = {p: p.read_bytes() for p in (document, record_path(document))}
+    with_rows(synthetic_grid, lstm_tau=0.9, dataset="sst")  # the rerun's first rows: reversed on SST
+    with exclusive(grid.expanded.workspace, "launch"):
+        result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    assert f"{grid.path}: `gridlab launch` (pid {os.getpid()}" in result.output
+    assert "its results are not read now, its recorded numbers are kept" in result.output
+    assert {p: p.read_bytes() for p in written} == written
+    result = CliRunner().invoke(app, command)  # the launch has ended: its rows are read
+    assert result.exit_code == 0 and "is running on it" not in result.output
+    assert "(0 hold, 1 partly, 0 reversed, 16 not run;" in result.output  # SST reversed, IMDB holds: partly
+
+
+def test_a_lock_file_left_by_a_killed_launch_holds_nothing(tmp_path: Path):
+    """`kill -9` leaves the holder's line in the lock file (the lock itself goes with the process)."""
+    workspace = GridWorkspace(tmp_path / "runs" / "g")
+    workspace.path.mkdir(parents=True)
+    assert running(workspace) is None  # never launched
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    holder = {"host": socket.gethostname(), "pid": dead.pid, "command": "launch", "since": 0.0}
+    workspace.lock.write_text(json.dumps(holder))
+    assert running(workspace) is None
+    workspace.lock.write_text(json.dumps({**holder, "pid": os.getpid()}))
+    assert running(workspace) == f"`gridlab launch` (pid {os.getpid()} on {socket.gethostname()}, since " + (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(0.0)) + ")"
+    )
+    workspace.lock.write_text("")  # let go
+    assert running(workspace) is None
 
 
 def test_the_study_lists_the_conclusions_grids_once():
