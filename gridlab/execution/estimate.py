@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -24,7 +24,7 @@ from gridlab.catalog.analyses import ANALYSES
 from gridlab.config.schema import CellConfig
 from gridlab.data.batching import iterate_batches, sample_rows, training_rows
 from gridlab.data.prepare import PreparedDataset, load_dataset
-from gridlab.execution.plan import plan_jobs, reusable_parts
+from gridlab.execution.plan import ShardJob, plan_jobs, reusable_parts
 from gridlab.execution.runner import analyse_batches
 from gridlab.grid.expand import Cell, ExpandedGrid
 from gridlab.models.classifier import AttentionClassifier
@@ -50,6 +50,7 @@ class Estimate:
     analysis_seconds: float
     analysis_instances: int
     analysis_unknown: int  # instances whose cell has no measured like
+    model_analyses: int = 0  # per-model analyses (cell x analysis) still to run: counted, never timed
 
     def describe(self) -> str:
         """'training at most 1h10m05s of work for 12 cells (3 cells more with nothing measured like them),
@@ -72,6 +73,8 @@ class Estimate:
                 self.analysis_unknown,
             ),
         ]
+        if self.model_analyses:
+            parts.append(f"{counted(self.model_analyses, 'per-model analysis', 'per-model analyses')} (not timed)")
         return ", ".join(p for p in parts if p) or "nothing left to train or analyse"
 
 
@@ -122,7 +125,8 @@ def estimate(
             train_unknown += 1
         else:
             train_seconds, train_cells = train_seconds + per_epoch * cell.config.train.epochs, train_cells + 1
-    left = _instances_left(grid, states, copied)
+    jobs = plan_jobs(grid)[0] if any(grid.analyses) else []
+    left = _instances_left(grid, states, copied, jobs)
     analysis_seconds, analysis_instances, analysis_unknown = 0.0, 0, 0
     for cell_id, instances in left.items():
         per_instance = _like(by_id[cell_id], shards, by_id)
@@ -133,7 +137,18 @@ def estimate(
                 analysis_seconds + per_instance * instances,
                 analysis_instances + instances,
             )
-    return Estimate(train_seconds, train_cells, train_unknown, analysis_seconds, analysis_instances, analysis_unknown)
+    model_analyses = sum(ANALYSES[a].scope == "model" for job in jobs for a in job.analyses) + sum(
+        len(_per_model(grid, cell)) for cell in grid.cells if states[cell.id] != "trained"
+    )
+    return Estimate(
+        train_seconds,
+        train_cells,
+        train_unknown,
+        analysis_seconds,
+        analysis_instances,
+        analysis_unknown,
+        model_analyses,
+    )
 
 
 def _like(cell: Cell, measured: Mapping[str, float], by_id: Mapping[str, Cell]) -> float | None:
@@ -145,13 +160,15 @@ def _like(cell: Cell, measured: Mapping[str, float], by_id: Mapping[str, Cell]) 
     return None
 
 
-def _instances_left(grid: ExpandedGrid, states: Mapping[str, str], copied: Mapping[str, str]) -> dict[str, int]:
+def _instances_left(
+    grid: ExpandedGrid, states: Mapping[str, str], copied: Mapping[str, str], jobs: Sequence[ShardJob]
+) -> dict[str, int]:
     """Test instances each cell still has to analyse: its shards with a missing per-instance part (trained
-    cells), or `instances` less those whose parts a copy brings (cells still to train, when the grid sets it)."""
+    cells, `jobs` planned), or `instances` less those whose parts a copy brings (cells still to train, when the
+    grid sets it)."""
     left: dict[str, int] = {}
     if not any(grid.analyses):
         return left
-    jobs, _ = plan_jobs(grid)
     for job in jobs:
         if any(ANALYSES[a].scope != "model" for a in job.analyses):  # per-model work is not timed by instance
             left[job.cell_id] = left.get(job.cell_id, 0) + job.shard.stop - job.shard.start
@@ -176,6 +193,11 @@ def _instances_copied(grid: ExpandedGrid, cell: Cell, source: str | None) -> int
 def _per_instance(grid: ExpandedGrid, cell: Cell) -> set[str]:
     """The grid's analyses that apply to the cell and are timed by instance (not per model)."""
     return {a for a in grid.analyses if ANALYSES[a].scope != "model" and ANALYSES[a].applies(cell.config)}
+
+
+def _per_model(grid: ExpandedGrid, cell: Cell) -> set[str]:
+    """The grid's analyses that apply to the cell and run once per model (not timed by instance)."""
+    return {a for a in grid.analyses if ANALYSES[a].scope == "model" and ANALYSES[a].applies(cell.config)}
 
 
 CALIBRATION_BATCHES = 4  # timed training batches per kind of cell, after one to warm up

@@ -32,7 +32,7 @@ from gridlab.studies.sections.jain_wallace import ALL, figure4_frame, permutatio
 from gridlab.studies.sections.meister import entropy_frame, tau_frame
 from gridlab.studies.sections.serrano_smith import contingency_frame, multi_rankings
 from gridlab.studies.sections.vashishth import TASK_OF_ARCHITECTURE, ablation_frame
-from gridlab.studies.sections.wiegreffe_pinter import comparison_frame, diagnostic_frame
+from gridlab.studies.sections.wiegreffe_pinter import comparison_frame, diagnostic_frame, tradeoff_frame
 
 HOLDS, PARTLY, REVERSED, NOT_RUN = "holds", "partly", "reversed", "not run"
 VERDICTS = (HOLDS, PARTLY, REVERSED, NOT_RUN)
@@ -432,6 +432,48 @@ def wp_consistent_adversary(inputs: ReportInputs) -> list[Finding]:
     return per_configuration(table, adversarial, decide)
 
 
+def wp_adversary_tradeoff(inputs: ReportInputs) -> list[Finding]:
+    tradeoff, seeds = learned(inputs.rows("adversary_tradeoff")), inputs.rows("seed_variance")
+    if tradeoff is None or seeds is None:
+        return []
+    frame = tradeoff_frame(tradeoff, seeds).dropna(subset=["jsd_excess", "tvd_excess"])
+    by = model_axes(tradeoff)
+    return [
+        tradeoff_finding(points.sort_values("lam"), tradeoff)
+        for _, points in frame.groupby(by, dropna=False, sort=True)
+    ]
+
+
+def tradeoff_finding(points: pd.DataFrame, rows: pd.DataFrame) -> Finding:
+    """One configuration's adversaries (one row per lam, rising): does one lie past the seeds' attention distance
+    at no more than the seeds' output change?"""
+
+    def where(point: pd.Series, column: str) -> str:
+        return side(point[column], point[f"{column}_ci_low"], point[f"{column}_ci_high"], 0.0)
+
+    sides = [(where(p, "jsd_excess"), where(p, "tvd_excess")) for _, p in points.iterrows()]
+    if any(j == "above" and t != "above" for j, t in sides):
+        verdict = HOLDS
+    elif any(j != "below" and t != "above" for j, t in sides):
+        verdict = PARTLY
+    else:
+        verdict = REVERSED
+    within = points[[t != "above" for _, t in sides]]  # the adversaries whose outputs move no more than a seed's
+    value = float(within["jsd_excess"].max()) if len(within) else math.nan
+    first = points.iloc[0]
+    detail = (
+        "; ".join(
+            f"lam {p['lam']:g}: JSD − seed's {interval(p, 'jsd_excess')}, TVD − seed's {interval(p, 'tvd_excess')}"
+            for _, p in points.iterrows()
+        )
+        + f" (the seeds' own: JSD {first['seed_jsd']:.3f}, TVD {first['seed_tvd']:.3f})"
+    )
+    if math.isnan(value):
+        detail = "no lam keeps the outputs within the seeds' TVD; " + detail
+    condition, model = shown_condition(first, grouping_axes(rows, SHOWN)), shown_condition(first, model_axes(rows))
+    return Finding(condition, seeds_of(rows, model), value, verdict, detail, cells_of(rows, model))
+
+
 # ---- Vashishth et al. (2019) ---------------------------------------------------------------------------------
 
 
@@ -829,6 +871,24 @@ CLAIM_LIST: tuple[Claim, ...] = (
         "wholly above, partly when they overlap. No threshold: the two are ordered. " + WP_SOURCE,
         "`adversarial_model` rows (variant unfrozen) and `adversarial` rows of the same learned cells",
         wp_consistent_adversary,
+    ),
+    Claim(
+        "wp.adversary_tradeoff",
+        "Wiegreffe & Pinter (2019) §4, the adversary's trade-off, and abstract",
+        "A model-consistent adversary can find attention further from the model's than another seed's while its "
+        "predictions move no more than another seed's do ('reliable adversarial distributions can be found').",
+        ("adversary_tradeoff", "seed_variance"),
+        "per weight lam of the attention term, the adversary's mean JSD from the base model's attention minus "
+        "the same model's mean JSD from its other seeds' (JSD excess), and likewise for the outputs' TVD (TVD "
+        "excess), per model, then across seeds; the value is the largest JSD excess among the lams whose TVD "
+        "excess is not wholly above 0 (NaN when there is none)",
+        "holds when at some lam the JSD excess's 95% seed interval lies wholly above 0 and the TVD excess's does "
+        "not; partly when no lam does that but at some lam the JSD excess's interval is not wholly below 0 and "
+        "the TVD excess's not wholly above 0; reversed otherwise (every adversary either stays nearer than a "
+        "seed's attention or moves the outputs further than a seed does). No threshold: the seeds are the "
+        "reference. " + WP_SOURCE + " The quoted words are W&P's abstract.",
+        "`adversary_tradeoff` rows and `seed_variance` rows (two or more seeds) of the same learned cells",
+        wp_adversary_tradeoff,
     ),
     Claim(
         "vashishth.single_sequence",

@@ -51,6 +51,7 @@ def test_a_cell_whose_analyses_are_all_per_model_has_no_test_instances_to_time(t
     grid = expand(load_grid_file(tmp_path / "g.yaml"), str(tmp_path / "g.yaml"), check_data=False)
     left = estimate(grid, {c.id: "pending" for c in grid.cells})
     assert (left.analysis_instances, left.analysis_unknown) == (0, 0)  # its work is one adversary per model
+    assert left.model_analyses == 1 and left.describe().endswith("1 per-model analysis (not timed)")
 
 
 def test_plan_calibrates_what_nothing_measured_on_request(tmp_path: Path, shipped_sst: Path, monkeypatch):

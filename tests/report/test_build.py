@@ -96,7 +96,7 @@ def test_report_command_on_a_grid_with_nothing_run(tmp_path: Path, data_dir: Pat
     manifest = json.loads((out / "report.json").read_text())
     claims, fidelity, *papers = manifest["sections"]
     assert claims["id"] == "conclusions" and claims["artifacts"] == ["conclusions"]
-    assert "conclusions: 0 hold, 0 partly, 0 reversed, 17 not run" in result.output
+    assert "conclusions: 0 hold, 0 partly, 0 reversed, 18 not run" in result.output
     assert fidelity["id"] == "fidelity"
     assert fidelity["artifacts"] == ["fidelity", "fidelity_rows", "fidelity_tolerances"]
     assert not any(s["rendered"] for s in papers) and not any(s["artifacts"] for s in papers)

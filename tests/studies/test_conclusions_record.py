@@ -217,7 +217,7 @@ def test_the_fidelity_command_writes_the_conclusions_and_rebuilds_them_without_r
     result = CliRunner().invoke(app, ["fidelity", "--grids", str(plan), "--out", str(out)])
     assert result.exit_code == 0, result.output
     document = tmp_path / "docs" / "conclusions.md"
-    assert f"conclusions: {document} (1 hold, 0 partly, 0 reversed, 16 not run;" in result.output
+    assert f"conclusions: {document} (1 hold, 0 partly, 0 reversed, 17 not run;" in result.output
     written = {p: p.read_bytes() for p in (document, record_path(document))}
     assert f"- {grid.path}: 2 findings" in document.read_text()
     remove_runs(grid)
@@ -245,7 +245,7 @@ def test_a_grid_whose_launch_is_running_keeps_its_recorded_findings(synthetic_gr
     assert {p: p.read_bytes() for p in written} == written
     result = CliRunner().invoke(app, command)  # the launch has ended: its rows are read
     assert result.exit_code == 0 and "is running on it" not in result.output
-    assert "(0 hold, 1 partly, 0 reversed, 16 not run;" in result.output  # SST reversed, IMDB holds: partly
+    assert "(0 hold, 1 partly, 0 reversed, 17 not run;" in result.output  # SST reversed, IMDB holds: partly
 
 
 def test_a_lock_file_left_by_a_killed_launch_holds_nothing(tmp_path: Path):

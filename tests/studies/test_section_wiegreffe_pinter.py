@@ -71,6 +71,19 @@ def adversary_rows() -> pd.DataFrame:
     )
 
 
+TRADEOFF = {0.01: ((0.10, 0.03), (0.12, 0.05)), 1.0: ((0.60, 0.20), (0.50, 0.30))}  # lam -> seed -> (JSD, TVD)
+
+
+def tradeoff_rows() -> pd.DataFrame:
+    return pd.DataFrame.from_records(
+        [
+            {**model_axes(seed), "lam": lam, "jsd_mean": jsd, "tvd_mean": tvd, "accuracy": 0.8, "instances": 3}
+            for lam, by_seed in TRADEOFF.items()
+            for seed, (jsd, tvd) in enumerate(by_seed)
+        ]
+    )
+
+
 def mlp_rows() -> pd.DataFrame:
     accuracy = {"uniform": (0.70, 0.72), "learned": (0.75, 0.77), "base": (0.78, 0.82)}
     return pd.DataFrame.from_records(
@@ -104,6 +117,7 @@ def test_seed_variance_against_adversaries(fake_inputs):
             "seed_variance": seed_rows(),
             "adversarial": adversarial_rows(),
             "adversarial_model": adversary_rows(),
+            "adversary_tradeoff": tradeoff_rows(),
             "diagnostic_mlp": mlp_rows(),
         },
         cells(),
@@ -120,6 +134,25 @@ def test_seed_variance_against_adversaries(fake_inputs):
     assert row["adversarial_above_seed_seed_sd"] == pytest.approx((1 / 3) / math.sqrt(2))
     assert row["adversary_frozen_jsd"] == pytest.approx(0.55)
     assert row["n_seeds"] == 2
+
+
+def test_the_tradeoff_is_read_against_each_models_own_seed_distance(fake_inputs):
+    """Per lam: the adversary's JSD and TVD across seeds, the seeds' own (seed_variance, per model over its
+    instances, then across seeds) and the excess computed per model before the seeds are pooled."""
+    output = SECTION.build(fake_inputs({"seed_variance": seed_rows(), "adversary_tradeoff": tradeoff_rows()}))
+    frame = artifact(output, "wp_adversary_tradeoff").frame
+    assert list(frame["lam"]) == [0.01, 1.0]
+    top = frame.iloc[1]
+    assert top["jsd"] == pytest.approx(0.55) and top["tvd"] == pytest.approx(0.25)
+    seed_jsd = [sum(SEED_JSD[s]) / 3 for s in (0, 1)]  # 0.2 and 0.2
+    assert top["seed_jsd"] == pytest.approx(sum(seed_jsd) / 2) and top["seed_tvd"] == pytest.approx(0.01)
+    excess = [0.60 - seed_jsd[0], 0.50 - seed_jsd[1]]
+    assert top["jsd_excess"] == pytest.approx(sum(excess) / 2)
+    assert top["jsd_excess_ci_low"] < top["jsd_excess"] < top["jsd_excess_ci_high"]
+    assert top["n_seeds"] == 2
+    (ax,) = [ax for ax in artifact(output, "wp_tradeoff_curve").figure.axes if ax.get_visible()]
+    (curve,) = ax.lines
+    assert list(curve.get_xdata()) == pytest.approx([0.11, 0.55])  # rising lam
 
 
 def test_cdf_figure_lines(fake_inputs):
@@ -151,7 +184,7 @@ def test_diagnostic_mlp_table(fake_inputs):
     # only the MLP ran: no comparison table or figure, and the three absent analyses are named
     assert [a.id for a in output.artifacts] == ["wp_diagnostic_mlp"]
     missing = " ".join(output.missing)
-    assert all(f"`{a}`" in missing for a in ("seed_variance", "adversarial", "adversarial_model"))
+    assert all(f"`{a}`" in missing for a in ("seed_variance", "adversarial", "adversarial_model", "adversary_tradeoff"))
 
 
 def test_adversarial_alone(fake_inputs):

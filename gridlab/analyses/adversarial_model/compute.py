@@ -167,6 +167,14 @@ def batch_objective(
     return objective(probs, base_probs, alpha, base_alpha, mask, params.lam, params.divergence)
 
 
+def with_params(context: AnalysisContext, params: AdversarialModelParams) -> Context:
+    """Another analysis's context as this one's, with `params`: diagnostic_mlp and adversary_tradeoff train
+    this analysis's adversaries through it."""
+    return AnalysisContext(
+        context.cell_id, context.model, context.device, params, context.config, context.initial_embeddings
+    )
+
+
 def initial_adversary(context: Context, data: PreparedDataset, variant: str) -> AttentionClassifier:
     if variant == "frozen":
         adversary = copy.deepcopy(context.classifier)

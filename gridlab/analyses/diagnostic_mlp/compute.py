@@ -48,7 +48,7 @@ import torch
 from torch import nn
 
 from gridlab.analyses.adversarial_model import AdversarialModelParams
-from gridlab.analyses.adversarial_model.compute import base_references, fit_adversary
+from gridlab.analyses.adversarial_model.compute import base_references, fit_adversary, with_params
 from gridlab.analyses.base import AnalysisContext, ModelAnalysis
 from gridlab.analyses.common import columns_of, forward_once, instance_seed, measured
 from gridlab.analyses.diagnostic_mlp import INFO, SCHEMA, SUMMARY_METRICS, DiagnosticMlpParams
@@ -117,10 +117,7 @@ def guide_of(context: Context, data: PreparedDataset, variant: str) -> Attention
 def trained_adversary(context: Context, data: PreparedDataset) -> AttentionClassifier:
     """W&P's model-consistent adversary of the base model: `adversarial_model`'s `unfrozen` variant at
     `params.adversary_lam`, the other settings that analysis's defaults."""
-    params = AdversarialModelParams(variants=["unfrozen"], lam=context.params.adversary_lam)
-    adversarial = AnalysisContext(
-        context.cell_id, context.model, context.device, params, context.config, context.initial_embeddings
-    )
+    adversarial = with_params(context, AdversarialModelParams(variants=["unfrozen"], lam=context.params.adversary_lam))
     adversary, _, _ = fit_adversary(adversarial, data, "unfrozen", base_references(adversarial, data))
     return adversary
 

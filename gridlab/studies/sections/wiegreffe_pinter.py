@@ -13,6 +13,10 @@ adversarial distribution is only remarkable when it lies further away than retra
 The figure shows per configuration the empirical CDFs of `jsd_seed_max` and `jsd_eps_max` (instances of
 all seeds pooled) and each adversary variant's mean JSD as a dashed line; JSD in nats, at most ln 2.
 
+The adversary's trade-off (rows of `adversary_tradeoff`, read by `seed_variance`): per configuration and
+weight `lam`, the model-consistent adversary's mean JSD and TVD from the base model beside the model's from its
+other seeds, as a table and as W&P's JSD-against-TVD figure.
+
 Diagnostic MLP (rows of `diagnostic_mlp`): test accuracy and macro F1 of the MLP over non-contextual
 embeddings weighted uniformly, by its own learned attention, by the base model's frozen attention ("base") or
 by a model-consistent adversary's ("adversary"), across seeds, beside the base model's own test accuracy (the
@@ -64,6 +68,12 @@ def build(inputs: ReportInputs) -> SectionOutput:
         artifacts.append(comparison_table(seeds, adversarial, adversaries))
     if seeds is not None or adversarial is not None:
         artifacts.append(cdf_figure(seeds, adversarial, adversaries))
+    tradeoff = inputs.rows("adversary_tradeoff")
+    if tradeoff is not None:
+        frame = tradeoff_frame(tradeoff, seeds)
+        artifacts += [tradeoff_table(frame), tradeoff_figure(frame)]
+    else:
+        missing.append("W&P adversary trade-off needs `adversary_tradeoff` rows (with `seed_variance` to read it by)")
     mlp = inputs.rows("diagnostic_mlp")
     if mlp is not None:
         artifacts.append(diagnostic_table(mlp, inputs.cells))
@@ -216,6 +226,104 @@ def _cdfs(ax, rows: pd.DataFrame) -> None:
     ax.set_ylim(0.0, 1.0)
 
 
+# ---- the adversary's trade-off --------------------------------------------------------------------------------
+
+TRADEOFF_MEASURES = ("jsd", "tvd", "seed_jsd", "seed_tvd", "jsd_excess", "tvd_excess")
+
+
+def tradeoff_frame(tradeoff: pd.DataFrame, seeds: pd.DataFrame | None) -> pd.DataFrame:
+    """Per configuration and `lam`: the adversary's mean JSD and TVD from the base model, the same model's mean
+    JSD and TVD from its other seeds (`seed_variance`: jsd_seed_mean, tvd_seed_mean) and the adversary's excess
+    over them (`jsd_excess`, `tvd_excess`, computed per model before the seeds are pooled), each across seeds
+    with its 95% interval. Without `seed_variance` rows the seed and excess columns are NaN."""
+    by = model_axes(tradeoff)
+    per_model = tradeoff.assign(jsd=tradeoff["jsd_mean"].astype(float), tvd=tradeoff["tvd_mean"].astype(float))
+    if seeds is not None and (pd.to_numeric(seeds["other_seeds"]) > 0).any():
+        compared = seeds[pd.to_numeric(seeds["other_seeds"]) > 0]
+        seed_means = compared.groupby("cell_id").agg(
+            seed_jsd=("jsd_seed_mean", lambda v: v.astype(float).mean()),
+            seed_tvd=("tvd_seed_mean", lambda v: v.astype(float).mean()),
+        )
+        per_model = per_model.merge(seed_means, left_on="cell_id", right_index=True, how="left")
+    else:
+        per_model = per_model.assign(seed_jsd=np.nan, seed_tvd=np.nan)
+    per_model = per_model.assign(
+        jsd_excess=per_model["jsd"] - per_model["seed_jsd"], tvd_excess=per_model["tvd"] - per_model["seed_tvd"]
+    )
+    table = seed_table(per_model, [*by, "lam"], {m: (m, "mean") for m in TRADEOFF_MEASURES})
+    return table.drop(columns="n_instances").sort_values([*by, "lam"], kind="stable").reset_index(drop=True)
+
+
+def tradeoff_table(frame: pd.DataFrame) -> Table:
+    display = frame[[a for a in grouping_axes(frame) if a in configuration_axes(frame)]].copy()
+    display["lam"] = [f"{lam:g}" for lam in frame["lam"]]
+    shown = (
+        ("jsd", "adversary JSD"),
+        ("seed_jsd", "seed JSD"),
+        ("tvd", "adversary TVD"),
+        ("seed_tvd", "seed TVD"),
+    )
+    for column, name in shown:
+        display[name] = pm(frame, column, digits=3)
+    for column, name in (("jsd_excess", "JSD − seed's"), ("tvd_excess", "TVD − seed's")):
+        display[f"{name} 95% CI"] = ci(frame, column, digits=3)
+    display["seeds"] = frame["n_seeds"]
+    caption = (
+        "W&P's model-consistent adversary (`adversary_tradeoff`: a fresh model trained to match the base model's "
+        "outputs, TVD, while its attention moves away, weighted by lam) at each lam: mean over test instances of "
+        "the JSD of its attention and the TVD of its outputs from the base model's, beside the same model's mean "
+        "JSD and TVD from its other seeds (`seed_variance`); mean ± std across seeds, and the 95% t-interval of "
+        "the adversary's excess over the seeds' (per model, then across seeds). An adversary whose JSD lies "
+        "beyond the seeds' at a TVD within theirs has found attention as different as another seed's, at "
+        "another seed's output change. JSD in nats (≤ ln 2 ≈ 0.69)."
+    )
+    return Table(
+        "wp_adversary_tradeoff",
+        "W&P: the adversary's attention distance against its output change",
+        frame,
+        caption,
+        display,
+    )
+
+
+def tradeoff_figure(frame: pd.DataFrame) -> Figure:
+    figure = facet(
+        frame,
+        _tradeoff_curve,
+        "Adversary's attention JSD against output TVD, by lam",
+        xlabel="JSD from the base model's attention (nats)",
+        ylabel="TVD from the base model's outputs",
+        axes=[a for a in grouping_axes(frame) if a in configuration_axes(frame)],
+        legend=True,
+    )
+    return Figure(
+        "wp_tradeoff_curve",
+        "W&P: the adversary's trade-off",
+        figure,
+        (
+            "Per configuration, the model-consistent adversary at each lam (mean across seeds, lam written by each "
+            "point, joined in rising lam) and the seeds' point: the mean JSD and TVD of a model from its other "
+            "seeds. Points right of the seeds' and not above them are attention as far from the model's as "
+            "another seed's at no larger output change."
+        ),
+    )
+
+
+def _tradeoff_curve(ax, rows: pd.DataFrame) -> None:
+    rows = rows.sort_values("lam")
+    ax.plot(rows["jsd"], rows["tvd"], marker="o", color=COLOURS[3], label="adversary (by lam)")
+    for _, row in rows.iterrows():
+        if not (pd.isna(row["jsd"]) or pd.isna(row["tvd"])):
+            ax.annotate(
+                f"{row['lam']:g}", (row["jsd"], row["tvd"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
+    seeds = rows[["seed_jsd", "seed_tvd"]].dropna().head(1)
+    if len(seeds):
+        ax.scatter(seeds["seed_jsd"], seeds["seed_tvd"], marker="^", color=COLOURS[0], label="other seeds", zorder=3)
+    ax.set_xlim(0.0, LN2 * 1.02)
+    ax.set_ylim(bottom=0.0)
+
+
 # ---- diagnostic MLP -------------------------------------------------------------------------------------------
 
 
@@ -261,7 +369,7 @@ def diagnostic_table(rows: pd.DataFrame, cells: pd.DataFrame | None) -> Table:
 SECTION = PaperSection(
     id="wiegreffe_pinter",
     title="Wiegreffe & Pinter (2019), Attention is not not Explanation",
-    analyses=("seed_variance", "adversarial", "adversarial_model", "diagnostic_mlp"),
+    analyses=("seed_variance", "adversarial", "adversarial_model", "adversary_tradeoff", "diagnostic_mlp"),
     build=build,
     reads_cells=True,
 )
