@@ -194,6 +194,32 @@ def summary(frame: pd.DataFrame) -> str:
     )
 
 
+def tally(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per claim and grid with decided conditions: how many hold, are partly and are reversed, and which are
+    reversed. A grid that sweeps conditions (grids/robustness.yaml: encoders x embeddings x datasets) reads here
+    as a count of where a claim survives; stale findings count as not run and are left out."""
+    decided = frame[(frame["condition"] != OVERALL) & frame["verdict"].isin([HOLDS, PARTLY, REVERSED])]
+    records = []
+    for claim in CLAIM_LIST:
+        mine = decided[decided["claim"] == claim.id]
+        for grid in dict.fromkeys(mine["grid"]):  # in the order the grids decide conditions
+            rows = mine[mine["grid"] == grid]
+            verdicts = rows["verdict"]
+            records.append(
+                {
+                    "claim": claim.id,
+                    "grid": grid,
+                    "conditions": len(rows),
+                    HOLDS: int((verdicts == HOLDS).sum()),
+                    PARTLY: int((verdicts == PARTLY).sum()),
+                    REVERSED: int((verdicts == REVERSED).sum()),
+                    "reversed where": "; ".join(rows.loc[verdicts == REVERSED, "condition"]) or "–",
+                }
+            )
+    columns = ["claim", "grid", "conditions", HOLDS, PARTLY, REVERSED, "reversed where"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
 # ---- docs/conclusions.md ---------------------------------------------------------------------------------------
 
 
@@ -247,6 +273,13 @@ def conclusions_document(
             HOW_DECIDED,
             "",
             rules_markdown(),
+            "## Across conditions",
+            "",
+            "How many of the conditions each grid decides a claim holds in, is partly in and is reversed in, "
+            "and where it is reversed (the rows below give each condition's numbers).",
+            "",
+            markdown_table(tally(frame)),
+            "",
             "## Verdicts",
             "",
             markdown_table(display(frame) if shown is None else shown),

@@ -16,13 +16,14 @@ from typer.testing import CliRunner
 
 from gridlab.analyses.ranking_agreement import SCHEMA as AGREEMENT_SCHEMA
 from gridlab.cli import app
-from gridlab.studies.claims import CLAIM_LIST, CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, VERDICTS, tau_column
+from gridlab.studies.claims import CLAIM_LIST, CLAIMS, HOLDS, NOT_RUN, PARTLY, REVERSED, STALE, VERDICTS, tau_column
 from gridlab.studies.conclusions import (
     COLUMNS,
     OVERALL,
     claims_frame,
     conclusions_table,
     overall,
+    tally,
     undecided,
     write_conclusions,
 )
@@ -692,6 +693,28 @@ def test_the_csv_has_every_condition_and_the_overall_rows_at_full_precision(fake
     assert overall_row["verdict"].item() == HOLDS and overall_row["value"].item() == 1.0
     assert "jw.weak_correlation" not in "\n".join(undecided(table.frame))
     assert table.markdown is not None and "ss.erasure_order: not run — needs `erasure_multi`" in table.markdown
+
+
+def test_the_tally_counts_each_grids_decided_conditions_and_names_the_reversed():
+    def row(grid: str, condition: str, verdict: str) -> dict:
+        return {"claim": "jw.weak_correlation", "grid": grid, "condition": condition, "verdict": verdict}
+
+    frame = pd.DataFrame.from_records(
+        [
+            row("grids/a.yaml", "encoder cnn", HOLDS),
+            row("grids/a.yaml", "encoder lstm", REVERSED),
+            row("grids/a.yaml", "encoder gru", STALE),  # counted as not run: left out
+            row("grids/b.yaml", "encoder lstm", PARTLY),
+            row("grids/b.yaml", "encoder cnn", NOT_RUN),
+            row("all", OVERALL, PARTLY),
+        ]
+    )
+    table = tally(frame)
+    assert table[["grid", "conditions", HOLDS, PARTLY, REVERSED]].values.tolist() == [
+        ["grids/a.yaml", 2, 1, 0, 1],
+        ["grids/b.yaml", 1, 0, 1, 0],
+    ]
+    assert table["reversed where"].tolist() == ["encoder lstm", "–"]
 
 
 def test_every_claim_declares_its_rule():
