@@ -14,7 +14,7 @@ from gridlab.catalog.analyses import AnalysisInfo, Params, computation, learned_
 
 class AdversaryTradeoffParams(Params):
     lams: list[float] = Field(
-        default_factory=lambda: [0.001, 0.01, 0.1, 1.0],
+        default_factory=lambda: [0.0001, 0.001, 0.01, 0.1, 1.0],
         min_length=1,
         description="the weights of the attention term, one unfrozen adversary each (adversarial_model's lam)",
     )
