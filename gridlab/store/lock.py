@@ -8,8 +8,9 @@ The lock is the operating system's (`flock` on `results_dir/<grid>/launch.lock`)
 holder exits, however it exits, so a killed launch never leaves a stale lock behind. The file also names the
 holder (host, pid, command, start time) for the message a second launch prints. Readers (`status`, `plan`,
 `report`) take no lock; `running(workspace)` reads the holder from the file, without taking the lock, for
-`gridlab fidelity`, which leaves a grid in flight out of the record. A shared file system must support `flock` (local disks and NFSv4 do). Where results
-live in object storage, the grid's lease in the bucket (`store.lease`) holds other machines off as well.
+`gridlab fidelity`, which leaves a grid in flight out of the record. A shared file system must support
+`flock` (local disks and NFSv4 do). Where results live in object storage, the grid's lease in the bucket
+(`store.lease`) holds other machines off as well.
 """
 
 from __future__ import annotations

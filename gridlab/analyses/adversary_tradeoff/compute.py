@@ -4,7 +4,7 @@ term, each scored on the test split by the JSD of its attention from the base mo
 read beside `seed_variance` (how far another seed's attention and outputs lie), the points show whether attention
 can move past a seed's at a seed's output change. Per model, one row per `lam`.
 
-    >>> rows = run_model(context, data)   # {"lam": [0.0001, 0.001, 0.01, 0.1, 1.0], "jsd_mean": [...], "tvd_mean": [...]}
+    >>> rows = run_model(context, data)   # {"lam": [0.0001, ..., 1.0], "jsd_mean": [...], "tvd_mean": [...]}
 
 Each adversary is `adversarial_model`'s `unfrozen` variant at that `lam`, trained by the same function with the
 same seeds (so the row at `adversarial_model`'s own `lam` is its `unfrozen` row); the base model's side is
