@@ -320,7 +320,7 @@ def _tradeoff_curve(ax, rows: pd.DataFrame) -> None:
     seeds = rows[["seed_jsd", "seed_tvd"]].dropna().head(1)
     if len(seeds):
         ax.scatter(seeds["seed_jsd"], seeds["seed_tvd"], marker="^", color=COLOURS[0], label="other seeds", zorder=3)
-    ax.set_xlim(0.0, LN2 * 1.02)
+    ax.set_xlim(0.0, LN2 * 1.1)  # room for the lam labels of points at the bound
     ax.set_ylim(bottom=0.0)
 
 
