@@ -50,7 +50,7 @@ from gridlab.grid.expand import ExpandedGrid
 from gridlab.results.summary import log_summaries, write_summary
 from gridlab.runtime import pick_device, quiet_environment, set_torch_threads
 from gridlab.store.store import Store
-from gridlab.store.timings import record_shard
+from gridlab.store.timings import record_model, record_shard
 from gridlab.text import counted, duration
 
 NODE_LOSS_REQUEUES = 3  # times a shard goes back to the queue because its actor's node was lost
@@ -186,6 +186,8 @@ class AnalysisDispatcher:
             if outcome.padded_tokens:  # a shard of instances was analysed: its time feeds `gridlab plan`
                 instances = job.shard.stop - job.shard.start
                 record_shard(self.grid.workspace, job.cell_id, job.shard.index, instances, outcome.seconds)
+            for analysis, seconds in outcome.model_seconds.items():
+                record_model(self.grid.workspace, job.cell_id, analysis, seconds)
         except RayActorError as error:  # unreachable, or died more often than it may restart: give it up
             self._release([actor])
             node = lost_node(actor, error)

@@ -1,6 +1,7 @@
 """How long the work a grid has left should take, from what its results folder has measured (`store.timings`):
 a cell to train costs its epochs at the median epoch time of the trained cells most like it, and the test
-instances still to analyse cost the seconds per instance of their cell's likes' shards. "Like" is the same
+instances still to analyse cost the seconds per instance of their cell's likes' shards, and a per-model
+analysis (an adversary to train) the seconds the same analysis took on its cell's likes. "Like" is the same
 dataset, encoder and architecture, else the same dataset and encoder, else the same dataset. Work with no
 measured like is counted, not guessed.
 
@@ -31,7 +32,7 @@ from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.factory import build_model
 from gridlab.results.shards import Shard
 from gridlab.runtime import set_torch_threads
-from gridlab.store.timings import epoch_seconds, shard_seconds
+from gridlab.store.timings import epoch_seconds, model_seconds, shard_seconds
 from gridlab.text import counted, duration
 from gridlab.training.loop import batch_loss, hierarchical, make_optimizer
 
@@ -50,11 +51,14 @@ class Estimate:
     analysis_seconds: float
     analysis_instances: int
     analysis_unknown: int  # instances whose cell has no measured like
-    model_analyses: int = 0  # per-model analyses (cell x analysis) still to run: counted, never timed
+    model_seconds: float = 0.0  # per-model analyses (an adversary, the diagnostic MLP) with a measured like
+    model_analyses: int = 0  # how many (cell x analysis)
+    model_unknown: int = 0  # per-model analyses with nothing measured like them
 
     def describe(self) -> str:
         """'training at most 1h10m05s of work for 12 cells (3 cells more with nothing measured like them),
-        analyses about 25m00s of work for 8,000 test instances'; 'nothing left to train or analyse'."""
+        analyses about 25m00s of work for 8,000 test instances, per-model analyses about 40m00s of work for
+        24 analyses'; 'nothing left to train or analyse'."""
         parts = [
             _part(
                 "training at most",
@@ -72,9 +76,15 @@ class Estimate:
                 f"{self.analysis_unknown:,} test instances",
                 self.analysis_unknown,
             ),
+            _part(
+                "per-model analyses about",
+                self.model_seconds,
+                counted(self.model_analyses, "analysis", "analyses"),
+                self.model_analyses,
+                counted(self.model_unknown, "analysis", "analyses"),
+                self.model_unknown,
+            ),
         ]
-        if self.model_analyses:
-            parts.append(f"{counted(self.model_analyses, 'per-model analysis', 'per-model analyses')} (not timed)")
         return ", ".join(p for p in parts if p) or "nothing left to train or analyse"
 
 
@@ -113,6 +123,7 @@ def estimate(
     by_id = {c.id: c for c in grid.cells}
     epochs = {c: statistics.median(s) for c, s in epoch_seconds(grid.workspace).items() if c in by_id and s}
     shards = {c: s / n for c, (n, s) in shard_seconds(grid.workspace).items() if c in by_id and n}
+    model_times = {(c, a): t for (c, a), t in model_seconds(grid.workspace).items() if c in by_id}
     if calibration is not None:  # what was measured in earnest wins over a few batches
         epochs = {**calibration.epoch_seconds, **epochs}
         shards = {**calibration.instance_seconds, **shards}
@@ -137,9 +148,14 @@ def estimate(
                 analysis_seconds + per_instance * instances,
                 analysis_instances + instances,
             )
-    model_analyses = sum(ANALYSES[a].scope == "model" for job in jobs for a in job.analyses) + sum(
-        len(_per_model(grid, cell)) for cell in grid.cells if states[cell.id] != "trained"
-    )
+    model_time, model_analyses, model_unknown = 0.0, 0, 0
+    for cell, analysis in _models_left(grid, states, jobs):
+        measured = {c: t for (c, a), t in model_times.items() if a == analysis}
+        seconds = _like(cell, measured, by_id)
+        if seconds is None:
+            model_unknown += 1
+        else:
+            model_time, model_analyses = model_time + seconds, model_analyses + 1
     return Estimate(
         train_seconds,
         train_cells,
@@ -147,7 +163,9 @@ def estimate(
         analysis_seconds,
         analysis_instances,
         analysis_unknown,
+        model_time,
         model_analyses,
+        model_unknown,
     )
 
 
@@ -193,6 +211,15 @@ def _instances_copied(grid: ExpandedGrid, cell: Cell, source: str | None) -> int
 def _per_instance(grid: ExpandedGrid, cell: Cell) -> set[str]:
     """The grid's analyses that apply to the cell and are timed by instance (not per model)."""
     return {a for a in grid.analyses if ANALYSES[a].scope != "model" and ANALYSES[a].applies(cell.config)}
+
+
+def _models_left(grid: ExpandedGrid, states: Mapping[str, str], jobs: Sequence[ShardJob]) -> list[tuple[Cell, str]]:
+    """(cell, per-model analysis) still to run: those of the planned jobs (trained cells), and every one that
+    applies to a cell still to train."""
+    by_id = {c.id: c for c in grid.cells}
+    planned = [(by_id[j.cell_id], a) for j in jobs for a in j.analyses if ANALYSES[a].scope == "model"]
+    pending = [(c, a) for c in grid.cells if states[c.id] != "trained" for a in sorted(_per_model(grid, c))]
+    return planned + pending
 
 
 def _per_model(grid: ExpandedGrid, cell: Cell) -> set[str]:

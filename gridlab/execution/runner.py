@@ -67,6 +67,7 @@ class ShardOutcome:
     padded_tokens: int = 0  # batch size x longest instance, summed over batches
     seconds: float = 0.0
     encoder_seconds: float = 0.0  # the shared pass (this cell's and its seed peers')
+    model_seconds: dict[str, float] = field(default_factory=dict)  # per-model analysis -> its own time
 
     @property
     def padding_efficiency(self) -> float | None:
@@ -119,14 +120,15 @@ class ShardRunner:
             for a in todo
         }
         chosen = {a: self.analyses[a] for a in todo}
-        written = [
-            self._run_model_level(job, cell, analysis, contexts[a])
-            for a, analysis in chosen.items()
-            if issubclass(analysis, ModelAnalysis)
-        ]
+        written, model_seconds = [], {}
+        for a, analysis in chosen.items():
+            if issubclass(analysis, ModelAnalysis):
+                begun = time.perf_counter()
+                written.append(self._run_model_level(job, cell, analysis, contexts[a]))
+                model_seconds[a] = time.perf_counter() - begun
         batched = {a: analysis for a, analysis in chosen.items() if not issubclass(analysis, ModelAnalysis)}
         if not batched:
-            return ShardOutcome(written, seconds=time.perf_counter() - started)
+            return ShardOutcome(written, seconds=time.perf_counter() - started, model_seconds=model_seconds)
         model = _classifier(job.cell_id, cell.model)
         peers = (
             [_classifier(peer, self.load(peer).model) for peer in job.peers]
@@ -144,6 +146,7 @@ class ShardRunner:
             analysed.padded_tokens,
             time.perf_counter() - started,
             analysed.encoder_seconds,
+            model_seconds,
         )
 
     def _run_model_level(

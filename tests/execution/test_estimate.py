@@ -12,6 +12,7 @@ import yaml
 from gridlab.execution.estimate import Estimate, estimate
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
+from gridlab.store.timings import record_model, record_shard
 
 
 def test_a_cell_to_train_costs_its_epochs_at_its_likes_pace(tmp_path: Path):
@@ -39,19 +40,29 @@ def test_a_cell_to_train_costs_its_epochs_at_its_likes_pace(tmp_path: Path):
     assert estimate(grid, states, copied=synthetic) == Estimate(120.0, 1, 0, 0.0, 0, 0)
 
 
-def test_a_cell_whose_analyses_are_all_per_model_has_no_test_instances_to_time(tmp_path: Path):
+def test_per_model_analyses_are_priced_whole_by_what_the_same_analysis_took_on_like_cells(tmp_path: Path):
     spec = {
         "name": "g",
         "results_dir": str(tmp_path / "runs"),
-        "grid": {"dataset": ["sst"], "encoder": ["lstm"], "seed": [0]},
-        "analyses": {"adversarial_model": {}},
+        "grid": {"dataset": ["sst"], "encoder": ["lstm"], "seed": [0, 1, 2]},
+        "analyses": {"adversarial_model": {}, "diagnostic_mlp": {}},
         "instances": 500,
     }
     (tmp_path / "g.yaml").write_text(yaml.safe_dump(spec))
     grid = expand(load_grid_file(tmp_path / "g.yaml"), str(tmp_path / "g.yaml"), check_data=False)
-    left = estimate(grid, {c.id: "pending" for c in grid.cells})
-    assert (left.analysis_instances, left.analysis_unknown) == (0, 0)  # its work is one adversary per model
-    assert left.model_analyses == 1 and left.describe().endswith("1 per-model analysis (not timed)")
+    pending = {c.id: "pending" for c in grid.cells}
+    nothing = estimate(grid, pending)
+    assert (nothing.analysis_instances, nothing.analysis_unknown) == (0, 0)  # no test instances: whole models
+    assert (nothing.model_analyses, nothing.model_unknown) == (0, 6)
+    assert nothing.describe().endswith("per-model: 6 analyses, nothing measured like them yet")
+    first, second, _ = grid.cells
+    record_model(grid.workspace, first.id, "adversarial_model", 100.0)
+    record_model(grid.workspace, second.id, "adversarial_model", 140.0)
+    record_shard(grid.workspace, first.id, 0, 256, 30.0)  # a shard line: not a per-model time
+    left = estimate(grid, pending)
+    # three adversaries at the median 120 s; the MLP was never measured
+    assert (left.model_seconds, left.model_analyses, left.model_unknown) == (360.0, 3, 3)
+    assert "per-model analyses about 6m00s of work for 3 analyses (3 analyses more with nothing" in left.describe()
 
 
 def test_plan_calibrates_what_nothing_measured_on_request(tmp_path: Path, shipped_sst: Path, monkeypatch):

@@ -61,3 +61,18 @@ def test_every_applicable_per_instance_analysis_runs(
         expected = sample_rows(runner.load(identifier).data.splits["test"].num_rows, INSTANCES).tolist()
         assert list(rows.sort_values("instance_id")["instance_id"]) == expected, analysis_id
         assert (rows["architecture"] == architecture).all()
+
+
+def test_a_per_model_analysis_reports_its_own_time(data_dir: Path, tmp_path: Path, publish_model):
+    """`gridlab plan` prices per-model analyses (adversaries, the MLP) by these times: one per analysis."""
+    root = tmp_path / "store"
+    (root / "g").mkdir(parents=True)
+    for item in data_dir.iterdir():
+        (root / item.name).symlink_to(item)
+    config = CellConfig(dataset="sst", encoder="average", model=ModelConfig(embedding_dim=8, attention_size=6))
+    identifier = publish(publish_model, root, tmp_path / "cache", config)
+    runner = ShardRunner(root / "g", root, tmp_path / "cache", torch.device("cpu"))
+    analyses = {"attention_ablation": {"modes": ["uniform"]}, "permutation": {"n": 4}}
+    outcome = runner.run(ShardJob("g", identifier, Shard(0, 0, INSTANCES, INSTANCES), analyses, 4))
+    assert set(outcome.model_seconds) == {"attention_ablation"} and outcome.model_seconds["attention_ablation"] > 0
+    assert outcome.seconds >= outcome.model_seconds["attention_ablation"]
