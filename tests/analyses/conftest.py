@@ -1,5 +1,6 @@
 """Shared test data for the analyses: tiny synthetic test rows, with the short cases T = 1 and T = 2
-(docs/analyses.md)."""
+(docs/analyses.md), and a small model trained on the planted task for the analyses that train (adversaries,
+the diagnostic MLP)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from pathlib import Path
 
 import torch
 
-from gridlab.config.schema import CellConfig, ModelConfig
+from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
 from gridlab.data.config import DataConfig
-from gridlab.data.prepare import load_dataset
+from gridlab.data.prepare import PreparedDataset, load_dataset
 from gridlab.data.synthetic import SyntheticConfig
+from gridlab.models.classifier import AttentionClassifier
 from gridlab.models.factory import build_model
+from gridlab.training.loop import fit
 
 
 def short_synthetic_rows(root: Path, n_test: int, rationale: bool = False) -> dict:
@@ -48,3 +51,16 @@ def perturbed_model(data, encoder: str, alignment: str, projection: str = "softm
             scale = 0.1 if name.startswith("attention") else 0.5
             parameter.add_(scale * torch.randn(parameter.shape, generator=generator))
     return model
+
+
+SMALL = ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16)
+
+
+def fitted_synthetic(root: Path, synthetic: SyntheticConfig) -> tuple[AttentionClassifier, PreparedDataset, CellConfig]:
+    """An average-encoder classifier trained 4 epochs on the planted synthetic task (in eval mode), its data and
+    config: the base model of the tests of analyses that train against one."""
+    data = load_dataset("synthetic", root, root / "c", DataConfig(synthetic=synthetic))
+    config = CellConfig(dataset="synthetic", encoder="average", model=SMALL, train=TrainConfig(epochs=4, lr=0.01))
+    model = build_model(config, data)
+    fit(model, data, config, torch.device("cpu"))
+    return model.eval(), data, config

@@ -13,29 +13,25 @@ from gridlab.analyses.adversarial_model import AdversarialModelParams
 from gridlab.analyses.adversarial_model import compute as adversarial_model
 from gridlab.analyses.base import AnalysisContext
 from gridlab.analyses.common import tvd
-from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
+from gridlab.config.schema import CellConfig, TrainConfig
 from gridlab.data.batching import iterate_batches, training_rows
 from gridlab.data.config import DataConfig
 from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
 from gridlab.models.factory import build_model
-from gridlab.training.loop import fit
+
+from .conftest import SMALL, fitted_synthetic
 
 CPU = torch.device("cpu")
 LN2 = math.log(2)
-SMALL = ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16)
 ADVERSARY_TRAIN = TrainConfig(lr=0.01, weight_decay=0.0)
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("d")
     synthetic = SyntheticConfig(n_train=320, n_dev=60, n_test=50, min_length=6, max_length=14)
-    data = load_dataset("synthetic", root, root / "c", DataConfig(synthetic=synthetic))
-    config = CellConfig(dataset="synthetic", encoder="average", model=SMALL, train=TrainConfig(epochs=4, lr=0.01))
-    model = build_model(config, data)
-    fit(model, data, config, CPU)
-    return model.eval(), data, config.model_copy(update={"train": ADVERSARY_TRAIN})
+    model, data, config = fitted_synthetic(tmp_path_factory.mktemp("d"), synthetic)
+    return model, data, config.model_copy(update={"train": ADVERSARY_TRAIN})
 
 
 def context(trained, **params) -> AnalysisContext:

@@ -15,28 +15,17 @@ from gridlab.analyses.adversarial_model import compute as adversarial_model
 from gridlab.analyses.adversary_tradeoff import AdversaryTradeoffParams
 from gridlab.analyses.adversary_tradeoff import compute as adversary_tradeoff
 from gridlab.analyses.base import AnalysisContext
-from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
-from gridlab.data.config import DataConfig
-from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.models.factory import build_model
-from gridlab.training.loop import fit
+
+from .conftest import fitted_synthetic
 
 CPU = torch.device("cpu")
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("t")
     synthetic = SyntheticConfig(n_train=320, n_dev=64, n_test=64, min_length=12, max_length=24)
-    data = load_dataset("synthetic", root, root / "c", DataConfig(synthetic=synthetic))
-    model_config = ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16)
-    config = CellConfig(
-        dataset="synthetic", encoder="average", model=model_config, train=TrainConfig(epochs=4, lr=0.01)
-    )
-    model = build_model(config, data)
-    fit(model, data, config, CPU)
-    return model.eval(), data, config
+    return fitted_synthetic(tmp_path_factory.mktemp("t"), synthetic)
 
 
 def context(trained, **params) -> AnalysisContext:

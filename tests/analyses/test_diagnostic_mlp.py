@@ -17,27 +17,19 @@ from gridlab.analyses.common import forward_once, jsd
 from gridlab.analyses.diagnostic_mlp import DiagnosticMlpParams
 from gridlab.analyses.diagnostic_mlp import compute as diagnostic_mlp
 from gridlab.catalog.analyses import ANALYSES
-from gridlab.config.schema import CellConfig, ModelConfig, TrainConfig
+from gridlab.config.schema import CellConfig
 from gridlab.data.batching import iterate_batches
-from gridlab.data.config import DataConfig
-from gridlab.data.prepare import load_dataset
 from gridlab.data.synthetic import SyntheticConfig
-from gridlab.models.factory import build_model
-from gridlab.training.loop import fit
+
+from .conftest import fitted_synthetic
 
 CPU = torch.device("cpu")
-SMALL = ModelConfig(embedding_dim=16, hidden_size=16, attention_size=16)
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("d")
     synthetic = SyntheticConfig(n_train=480, n_dev=80, n_test=80, min_length=16, max_length=32)
-    data = load_dataset("synthetic", root, root / "c", DataConfig(synthetic=synthetic))
-    config = CellConfig(dataset="synthetic", encoder="average", model=SMALL, train=TrainConfig(epochs=4, lr=0.01))
-    model = build_model(config, data)
-    fit(model, data, config, CPU)
-    return model.eval(), data, config
+    return fitted_synthetic(tmp_path_factory.mktemp("d"), synthetic)
 
 
 def context(trained, **params) -> AnalysisContext:

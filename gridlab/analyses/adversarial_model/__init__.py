@@ -30,19 +30,22 @@ class AdversarialModelParams(Params):
 
 # summarised per variant: `<variant>_<metric>`
 SUMMARY_METRICS = ("jsd_mean", "jsd_median", "tvd_mean", "accuracy", "accuracy_delta")
+# an adversary scored on the test split (`compute.compare_on_test`), and how it was trained (`fit_adversary`):
+# adversary_tradeoff's rows carry the same columns
+SCORES = [
+    ("jsd_mean", pa.float64()),  # mean over test instances of JSD(alpha_adv, alpha_base), nats
+    ("jsd_median", pa.float64()),
+    ("tvd_mean", pa.float64()),  # mean TVD(y_adv, y_base) over test instances
+    ("accuracy", pa.float64()),  # the adversary's test accuracy
+    ("base_accuracy", pa.float64()),
+]
+TRAINING = [
+    ("epochs_trained", pa.int64()),
+    ("best_epoch", pa.int64()),  # selected on dev
+    ("instances", pa.int64()),
+]
 SCHEMA = pa.schema(
-    [
-        ("variant", pa.string()),
-        ("jsd_mean", pa.float64()),  # mean over test instances of JSD(alpha_adv, alpha_base), nats
-        ("jsd_median", pa.float64()),
-        ("tvd_mean", pa.float64()),  # mean TVD(y_adv, y_base) over test instances
-        ("accuracy", pa.float64()),  # the adversary's test accuracy
-        ("base_accuracy", pa.float64()),
-        ("accuracy_delta", pa.float64()),  # accuracy - base_accuracy
-        ("epochs_trained", pa.int64()),
-        ("best_epoch", pa.int64()),  # selected on dev
-        ("instances", pa.int64()),
-    ]
+    [("variant", pa.string()), *SCORES, ("accuracy_delta", pa.float64()), *TRAINING]  # delta: accuracy - base's
 )
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Literal
 
 import pyarrow as pa
-from pydantic import Field, field_validator
+from pydantic import Field, NonNegativeFloat, field_validator
 
+from gridlab.analyses.adversarial_model import SCORES, TRAINING
 from gridlab.catalog.analyses import AnalysisInfo, Params, computation, learned_attention_cells, unique
 
 
 class AdversaryTradeoffParams(Params):
-    lams: list[float] = Field(
+    lams: list[NonNegativeFloat] = Field(
         default_factory=lambda: [0.0001, 0.001, 0.01, 0.1, 1.0],
         min_length=1,
         description="the weights of the attention term, one unfrozen adversary each (adversarial_model's lam)",
@@ -24,27 +25,8 @@ class AdversaryTradeoffParams(Params):
 
     _lams_unique = field_validator("lams")(unique)
 
-    @field_validator("lams")
-    @classmethod
-    def _non_negative(cls, lams: list[float]) -> list[float]:
-        if any(lam < 0 for lam in lams):
-            raise ValueError(f"every lam must be >= 0, got {lams}")
-        return lams
 
-
-SCHEMA = pa.schema(
-    [
-        ("lam", pa.float64()),
-        ("jsd_mean", pa.float64()),  # mean over test instances of JSD(alpha_adv, alpha_base), nats
-        ("jsd_median", pa.float64()),
-        ("tvd_mean", pa.float64()),  # mean TVD(y_adv, y_base) over test instances
-        ("accuracy", pa.float64()),  # the adversary's test accuracy
-        ("base_accuracy", pa.float64()),
-        ("epochs_trained", pa.int64()),
-        ("best_epoch", pa.int64()),  # selected on dev
-        ("instances", pa.int64()),
-    ]
-)
+SCHEMA = pa.schema([("lam", pa.float64()), *SCORES, *TRAINING])  # adversarial_model's columns, per lam
 
 
 INFO = AnalysisInfo(

@@ -13,6 +13,8 @@ computed once for all of them.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from gridlab.analyses.adversarial_model import AdversarialModelParams
@@ -61,10 +63,11 @@ def run_model(context: Context, data: PreparedDataset) -> dict[str, list]:
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
+    """The span the sweep covers; nothing for no rows (no adversary was scored)."""
     jsd, tvd = rows["jsd_mean"].astype(float), rows["tvd_mean"].astype(float)
     return measured(
         {
-            "lams": float(len(rows)),
+            "lams": float(jsd.notna().sum()) if jsd.notna().any() else math.nan,
             "jsd_mean_min": jsd.min(),
             "jsd_mean_max": jsd.max(),
             "tvd_mean_min": tvd.min(),
