@@ -125,7 +125,7 @@ class AnalysisDispatcher:
         self._idle: list = []
         self._busy: dict[ray.ObjectRef, tuple[object, ShardJob]] = {}
         self._submitted: set[tuple[str, int, str]] = set()
-        self._requeues: dict[tuple[str, int], int] = {}  # (cell, shard) -> times its node was lost under it
+        self._requeues: dict[frozenset[tuple[str, int, str]], int] = {}  # a job's parts -> times its node was lost
         self._shards = self._done = 0
         self._started = time.monotonic()
         self._shard_seconds = 0.0  # the analysed shards' own time, summed: their pace, whatever ran before
@@ -214,7 +214,7 @@ class AnalysisDispatcher:
     def _requeue(self, job: ShardJob, node: str) -> bool:
         """Put the shard back in front of the queue for a new actor, unless its node was lost too often. The
         node's loss itself is one line (`ray_session.report_lost_node`), whoever learns of it first."""
-        key = (job.cell_id, job.shard.index)
+        key = frozenset(job.keys())
         times = self._requeues.get(key, 0) + 1
         if times > NODE_LOSS_REQUEUES:
             return False

@@ -64,6 +64,10 @@ def plan_jobs(
     A grid-scope analysis of a cell is planned once every peer its declaration names (`AnalysisInfo.peers`)
     has finished training (trained or failed) and at least one is trained; until then it is left for a later
     plan. Analyses with other peers go in jobs of their own.
+
+    Each per-model analysis is a job of its own, ahead of the cell's shards of instances: one of them trains an
+    adversary or five (tens of minutes on IMDB), so together in one job they would run one after another on one
+    actor while the others idle, and a killed worker would cost all of them.
     """
     store = ModelStore(grid.workspace.models)
     states = {c.id: store.cell(c.id).state() for c in grid.cells}
@@ -86,9 +90,9 @@ def plan_jobs(
         rows = rows_in_test_split(grid.workspace, cell.id)
         per_model = {a: p for a, p in analyses.items() if ANALYSES[a].scope == "model"}
         per_instance = {a: p for a, p in analyses.items() if a not in per_model}
-        units = [(shard, per_instance) for shard in plan_shards(rows, grid.spec.instances, grid.spec.shard_size)]
-        if per_model:  # one unit over the whole test split, as shard 0
-            units.append((Shard(0, 0, rows, rows), per_model))
+        whole_split = Shard(0, 0, rows, rows)  # a per-model analysis's one part, as shard 0
+        units = [(whole_split, {a: p}) for a, p in per_model.items()]
+        units += [(shard, per_instance) for shard in plan_shards(rows, grid.spec.instances, grid.spec.shard_size)]
         for shard, planned in units:
             missing = {a: p for a, p in planned.items() if not grid.workspace.part(a, cell.id, shard.index).exists()}
             existing += len(planned) - len(missing)

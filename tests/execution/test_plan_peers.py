@@ -1,6 +1,6 @@
 """A grid-scope analysis is planned through its declaration's `peers` rule, never by name: a cell's rows wait
 until each of its peers has finished training, compare it with the trained ones only, and analyses with
-other peers go in jobs of their own."""
+other peers go in jobs of their own. Each per-model analysis is a job of its own."""
 
 from __future__ import annotations
 
@@ -75,3 +75,27 @@ def test_analyses_with_other_peers_get_jobs_of_their_own():
         (("c", "d"), {"by_encoder": {"k": 1}}),
     ]
     assert plan._by_peers({"plain": {}}, {}) == [((), {"plain": {}})]
+
+
+def test_each_per_model_analysis_is_a_job_of_its_own_ahead_of_the_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Adversaries trained in one job would run one after another on one actor, and a kill would cost them all."""
+    path = write_grid(
+        tmp_path,
+        grid={"dataset": ["synthetic"], "encoder": ["average"], "seed": [0]},
+        analyses={"permutation": {"n": 5}, "attention_ablation": {}, "adversarial_model": {"epochs": 1}},
+        instances=64,
+        shard_size=32,
+    )
+    grid = expand(load_grid_file(path), str(path), check_data=False)
+    (cell,) = grid.cells
+    with_states(monkeypatch, {cell.id: "trained"})
+    jobs, existing = plan.plan_jobs(grid)
+    assert [(tuple(j.analyses), j.shard.index) for j in jobs] == [
+        (("attention_ablation",), 0),
+        (("adversarial_model",), 0),
+        (("permutation",), 0),
+        (("permutation",), 1),
+    ]
+    assert existing == 0
