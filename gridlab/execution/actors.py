@@ -6,10 +6,14 @@ loading a model once per cell and writing one Parquet part per analysis and shar
     >>> dispatcher.drain()                                                # wait for every queued shard
 
 The pool grows while shards are queued and gives its actors back when the queue is empty, so that idle
-analysis actors never hold CPUs that Tune's training trials are waiting for. Parts that exist are skipped,
-so a relaunch writes nothing new and a deleted part is rewritten alone. An actor that dies is restarted and
-its shard retried (`max_restarts`, `max_task_retries`): a crash costs only the shard in flight. An actor whose
-worker imported another gridlab than the driver's (`codebase`) fails each shard it is given, naming both.
+analysis actors never hold CPUs that Tune's training trials are waiting for. Training comes first: while a
+launch's trials run or wait, the pool takes only what they leave of the cluster (`leave_to_training`), so a
+grid ends on analyses, which spread over every actor, and not on a last trial followed by its analyses.
+
+Parts that exist are skipped, so a relaunch writes nothing new and a deleted part is rewritten alone. An actor
+that dies is restarted and its shard retried (`max_restarts`, `max_task_retries`): a crash costs only the shard
+in flight. An actor whose worker imported another gridlab than the driver's (`codebase`) fails each shard it is
+given, naming both.
 
 A node that is lost (its raylet killed, the machine gone) makes its actors unreachable at once, and Ray spends
 their restarts and retries within a second, long before the cluster declares the node dead. Such a shard is
@@ -129,6 +133,7 @@ class AnalysisDispatcher:
         self._shards = self._done = 0
         self._started = time.monotonic()
         self._shard_seconds = 0.0  # the analysed shards' own time, summed: their pace, whatever ran before
+        self._for_training: tuple[float, float] = (0.0, 0.0)  # CPUs, GPUs kept for trials (`leave_to_training`)
 
     def submit(self, jobs: list[ShardJob]) -> int:
         """Queue the parts of these jobs that are not queued or running already; returns the shards queued."""
@@ -153,13 +158,19 @@ class AnalysisDispatcher:
             ready, _ = ray.wait(list(self._busy), num_returns=1, timeout=timeout)
             for ref in ready:
                 self._finish(ref)
-        while self._queue and (self._idle or len(self._busy) < self._slots()):
+        slots = self._slots()
+        while self._queue and len(self._busy) < slots:
             actor = self._idle.pop() if self._idle else self._new_actor()
             job = self._queue.popleft()
             self._busy[actor.run.remote(job)] = (actor, job)
-        if not self._queue:
-            self._release(self._idle)
-            self._idle = []
+        self._release(self._idle)  # nothing queued for them, or their CPUs are kept for trials
+        self._idle = []
+
+    def leave_to_training(self, cpus: float, gpus: float) -> None:
+        """Keep `cpus` and `gpus` of the cluster for training trials (those running or waiting): no new actor
+        starts in them, and an actor that finishes its shard gives its CPU back. On 2 cores an adversary job
+        holds one for tens of minutes; trials first, the analyses of every model share the actors at the end."""
+        self._for_training = (cpus, gpus)
 
     def drain(self) -> AnalysisReport:
         """Block until every queued shard is written (or has failed)."""
@@ -238,12 +249,14 @@ class AnalysisDispatcher:
         self.emit(f"analyses: FAILED {self.report.failed[-1]}")
 
     def _slots(self) -> int:
-        """Actors the cluster could hold at once (by CPUs, and GPUs when analyses ask for them)."""
+        """Actors the cluster could hold at once (by CPUs, and GPUs when analyses ask for them) beside what is
+        kept for training; at least one while nothing is kept."""
         resources, total = self.grid.spec.resources.analysis, ray.cluster_resources()
-        slots = int(total.get("CPU", 1) // resources.cpu) if resources.cpu else 1
+        cpus, gpus = self._for_training
+        slots = int((total.get("CPU", 1) - cpus) // resources.cpu) if resources.cpu else 1
         if resources.gpu:
-            slots = min(slots, int(total.get("GPU", 0) // resources.gpu))
-        return max(1, slots)
+            slots = min(slots, int((total.get("GPU", 0) - gpus) // resources.gpu))
+        return max(0 if cpus or gpus else 1, slots)
 
     def _new_actor(self):
         resources, spec = self.grid.spec.resources.analysis, self.grid.spec
@@ -337,6 +350,7 @@ def run_analyses(
         emit(f"analyses not implemented yet (validated, not run): {', '.join(missing)}")
     jobs, existing = plan_jobs(grid, only)
     dispatcher.report.skipped = existing
+    dispatcher.leave_to_training(0.0, 0.0)  # training is over: the whole cluster is the analyses'
     try:
         added = dispatcher.submit(jobs)
         if added:

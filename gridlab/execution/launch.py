@@ -37,6 +37,7 @@ from pyarrow import fs as pafs
 from ray import tune
 from ray.exceptions import RayError
 from ray.tune import PlacementGroupFactory
+from ray.tune.experiment import Trial
 
 from gridlab.catalog.analyses import ANALYSES
 from gridlab.data.catalog import DATASETS
@@ -224,10 +225,10 @@ def _drop_stale_rows(grid: ExpandedGrid, force: list[str], emit: Callable[[str],
 
 class AnalyseWhenTrained(tune.Callback):
     """Queues a model's analysis shards the moment its trial is published (GridProgress runs first), and keeps
-    the dispatcher's actors fed at every step of Tune's loop. The cells trained before this experiment
-    (`trained_before`) are queued once its first trial has started, so their shards take the CPUs its trials
-    leave free instead of waiting for the last trial to end. Not saved with the experiment: a restored
-    launch analyses its cells after training instead."""
+    the dispatcher's actors fed at every step of Tune's loop, in what the trials that run or wait leave of the
+    cluster (`training_demand`). The cells trained before this experiment (`trained_before`) are queued once its
+    first trial has started, so their shards take the CPUs its trials leave free instead of waiting for the last
+    trial to end. Not saved with the experiment: a restored launch analyses its cells after training instead."""
 
     def __init__(self, grid: ExpandedGrid, dispatcher: AnalysisDispatcher | None, trained_before: set[str]):
         self.grid = grid
@@ -248,7 +249,14 @@ class AnalyseWhenTrained(tune.Callback):
 
     def on_step_end(self, iteration, trials, **info) -> None:
         if self.dispatcher is not None:
+            self.dispatcher.leave_to_training(*training_demand(trials))
             self.dispatcher.pump()
+
+
+def training_demand(trials: list) -> tuple[float, float]:
+    """CPUs and GPUs the trials that run or wait their turn ask for (their own `trial_params`)."""
+    unfinished = [t.config["trial"] for t in trials if t.status in (Trial.PENDING, Trial.RUNNING, Trial.PAUSED)]
+    return float(sum(t["cpus"] for t in unfinished)), float(sum(t["gpus"] for t in unfinished))
 
 
 def _train(
