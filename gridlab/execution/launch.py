@@ -1,6 +1,7 @@
 """`gridlab launch`: train every cell of a grid that is not trained yet, as one Ray Tune trial each, and run
-the grid's analyses on every trained cell (`plan`, `actors`): a model's shards start as soon as it is
-trained, while the other trials go on, and those of the cells trained earlier once the first trial has started.
+the grid's analyses on every trained cell (`plan`, `actors`): a model's shards are queued as soon as it is
+trained, those of the cells trained earlier once the first trial has started, and they run in the CPUs and GPUs
+that the trials still running or waiting leave free (training first), then on the whole cluster.
 
     >>> report = launch(expanded, force=[], address=None, emit=print)
     >>> report = launch(expanded, [], None, emit=print, status=board.status)   # live rows on a terminal
