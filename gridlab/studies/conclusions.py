@@ -163,7 +163,8 @@ CAPTION = (
     "row per claim (condition 'all': holds when every decided condition holds, reversed when none holds and "
     "some are reversed, partly when they disagree, not run when no row decides it; its value is the share "
     "of decided conditions that hold). Each claim's statistic and rule, with the paper's words it rests on, "
-    "are in docs/conclusions.md and gridlab/studies/claims.py; the CSV has every value at full precision."
+    "are in docs/conclusions.md and gridlab/studies/claims/ (a module per paper); the CSV has every value at "
+    "full precision."
 )
 
 
@@ -244,8 +245,8 @@ def rules_markdown() -> str:
 DOCUMENT_TITLE = "# Conclusions: what each paper claimed, and whether gridlab's runs support it"
 HOW_DECIDED = (
     "Every statistic is computed per model over its test instances, then averaged across seeds, by the "
-    "functions of the report's sections (`gridlab/studies/claims.py` names them). Where a rule compares "
-    "a value with a reference, the 95% t-interval across seeds decides: the claimed side when the whole "
+    "functions of the report's sections (`gridlab/studies/claims/` names them, a module per paper). Where a "
+    "rule compares a value with a reference, the 95% t-interval across seeds decides: the claimed side when the whole "
     "interval lies on it, reversed when it lies wholly on the other side, partly when it contains the "
     "reference (one seed: the mean decides). Where it compares two models (or two readings of one), "
     "their two intervals decide: the claimed order when they lie apart in it, reversed when they lie apart "
