@@ -151,7 +151,7 @@ def _resume_point(trial_dir: str) -> Iterator[Path | None]:
         best: Path | None = None
         best_epoch: float = -1
         for folder in candidates:
-            epoch = _checkpoint_epoch(folder)
+            epoch = checkpoint_epoch(folder)
             if epoch > best_epoch:
                 best, best_epoch = folder, epoch
         yield best
@@ -175,7 +175,7 @@ def _is_final(folder: Path) -> bool:
     return all((folder / name).is_file() for name in CellFiles.TRAINED)
 
 
-def _checkpoint_epoch(folder: Path) -> float:
+def checkpoint_epoch(folder: Path) -> float:
     """How far a checkpoint got: inf for a final one, the epoch for a trainer state, -1 if unusable (a kill
     can cut a copy short: checkpoints are copied into place, not renamed)."""
     if _is_final(folder):

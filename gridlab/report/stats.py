@@ -63,7 +63,7 @@ def constant_axes(frame: pd.DataFrame, shown: Sequence[str]) -> str:
     for axis in configuration_axes(frame):
         if axis in frame.columns and axis not in shown and len(frame):
             value = frame[axis].iloc[0]
-            if not _is_null(value):
+            if not is_null(value):
                 parts.append(f"{axis} {value}")
     return ", ".join(parts)
 
@@ -99,7 +99,7 @@ def per_cell(
 def interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float, float, int]:
     """(mean, sample std, ci_low, ci_high, n) of per-seed values, NaNs dropped; std and the interval are NaN
     for fewer than two values."""
-    finite = np.asarray([v for v in values if not _is_null(v)], dtype=float)
+    finite = np.asarray([v for v in values if not is_null(v)], dtype=float)
     n = len(finite)
     if n == 0:
         return math.nan, math.nan, math.nan, math.nan, 0
@@ -204,16 +204,16 @@ def share(mask: pd.Series) -> float:
 
 def plus_minus(mean: float | None, std: float | None, digits: int = 2) -> str:
     """'0.40 ± 0.21'; just '0.40' when std is missing; '–' when mean is missing."""
-    if _is_null(mean):
+    if is_null(mean):
         return "–"
-    if _is_null(std):
+    if is_null(std):
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
 def bracket(low: float | None, high: float | None, digits: int = 2) -> str:
     """'[0.38, 0.42]' for an interval; '–' where it is undefined (one seed)."""
-    if _is_null(low) or _is_null(high):
+    if is_null(low) or is_null(high):
         return "–"
     return f"[{low:.{digits}f}, {high:.{digits}f}]"
 
@@ -233,7 +233,8 @@ def ci(frame: pd.DataFrame, name: str, digits: int = 2) -> list[str]:
     return [bracket(low, high, digits) for low, high in zip(frame[f"{name}_ci_low"], frame[f"{name}_ci_high"])]
 
 
-def _is_null(value: object) -> bool:
+def is_null(value: object) -> bool:
+    """A missing value in any of its spellings (None, NaN of any float type, pd.NA): never a number."""
     if value is None or value is pd.NA:
         return True
     try:

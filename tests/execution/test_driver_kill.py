@@ -12,6 +12,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from gridlab.execution.trainable import checkpoint_epoch
 from gridlab.grid.expand import expand
 from gridlab.grid.load import load_grid_file
 
@@ -20,14 +21,11 @@ from .conftest import start_launch, write_grid
 pytestmark = pytest.mark.slow
 
 
-def checkpoints(experiment: Path) -> dict[str, set[str]]:
-    """cell id -> the files of its latest Tune checkpoint (trainer.pt mid-training, metrics.json at the end)."""
-    found = {}
-    for trial in experiment.iterdir() if experiment.is_dir() else []:
-        saved = sorted(trial.glob("checkpoint_*"))
-        if saved:
-            found[trial.name] = {p.name for p in saved[-1].iterdir()}
-    return found
+def resumable(experiment: Path) -> set[str]:
+    """Cell ids with a whole epoch checkpoint in their trial folder, by the rule the resume applies: killing the
+    driver's process group can cut a checkpoint's copy short, and a cell whose only one was cut starts over."""
+    trials = experiment.iterdir() if experiment.is_dir() else []
+    return {t.name for t in trials if any(1 <= checkpoint_epoch(f) < float("inf") for f in t.glob("checkpoint_*"))}
 
 
 def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, shipped_sst: Path, monkeypatch):
@@ -45,15 +43,13 @@ def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, shipp
 
     driver = start_launch(path, env)
     deadline = time.monotonic() + 300
-    while not any("trainer.pt" in files for files in checkpoints(experiment).values()):
+    while not resumable(experiment):
         assert driver.poll() is None, driver.stdout.read()
         assert time.monotonic() < deadline, "no epoch checkpoint within 300 s"
         time.sleep(0.5)
-    # What was checkpointed before the kill: trials still running in Ray's workers may write one more epoch
-    # after the driver is gone, which no experiment state records, so such a cell rightly starts over.
-    at_kill = checkpoints(experiment)
     os.killpg(driver.pid, signal.SIGKILL)
     driver.wait()
+    checkpointed = resumable(experiment)  # read after the kill: what the relaunch can continue from
     trained_before = {
         c.id: (models / c.id / "model.pt").stat().st_mtime_ns
         for c in cells
@@ -72,7 +68,7 @@ def test_relaunch_after_sigkill_resumes_without_retraining(tmp_path: Path, shipp
         resumed += metrics["resumed_from_epoch"] >= 1
         if cell.id in trained_before:
             assert (models / cell.id / "model.pt").stat().st_mtime_ns == trained_before[cell.id]
-        elif "trainer.pt" in at_kill.get(cell.id, set()):
+        elif cell.id in checkpointed:
             assert metrics["resumed_from_epoch"] >= 1, (cell.id, metrics)  # continued, not from scratch
         history = json.loads((models / cell.id / "history.json").read_text())
         assert [h["epoch"] for h in history] == list(range(1, len(history) + 1))

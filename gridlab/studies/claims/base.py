@@ -14,7 +14,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from gridlab.report.inputs import ReportInputs
-from gridlab.report.stats import grouping_axes, model_axes
+from gridlab.report.stats import grouping_axes, is_null, model_axes
 
 HOLDS, PARTLY, REVERSED, NOT_RUN = "holds", "partly", "reversed", "not run"
 VERDICTS = (HOLDS, PARTLY, REVERSED, NOT_RUN)
@@ -94,10 +94,6 @@ def cells_of(rows: pd.DataFrame, *conditions: dict[str, Any]) -> tuple[str, ...]
     if "cell_id" not in rows.columns:
         return ()
     return tuple(sorted({str(c) for condition in conditions for c in _matching(rows, condition)["cell_id"].dropna()}))
-
-
-def is_null(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def shown_condition(row: pd.Series, axes: Sequence[str]) -> dict[str, Any]:

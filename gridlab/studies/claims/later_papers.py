@@ -13,7 +13,7 @@ import pandas as pd
 
 from gridlab.catalog.analyses import RANKINGS, SELF_ATTENTION_ENCODERS
 from gridlab.report.inputs import ReportInputs
-from gridlab.report.stats import grouping_axes, model_axes, seed_table
+from gridlab.report.stats import grouping_axes, is_null, model_axes, seed_table
 from gridlab.studies.claims.base import (
     BILSTM,
     HOLDS,
@@ -25,7 +25,6 @@ from gridlab.studies.claims.base import (
     Finding,
     cells_of,
     interval,
-    is_null,
     learned,
     ordered,
     per_configuration,
